@@ -1,0 +1,107 @@
+"""Small, explicit facts about torch's API that static analysis relies on.
+
+They are written down here instead of being read from torch, because the server never imports torch. Each list
+names only what is certain: a function listed here always returns a single tensor, whatever its arguments.
+"""
+
+from __future__ import annotations
+
+TENSOR = "torch.Tensor"
+
+# torch.* functions that always return one Tensor.
+TENSOR_FUNCTIONS = frozenset(
+    "torch." + name
+    for name in """
+    tensor as_tensor from_numpy zeros ones empty full eye arange linspace logspace rand randn randint randperm
+    zeros_like ones_like empty_like full_like rand_like randn_like randint_like
+    cat concat concatenate stack hstack vstack dstack matmul mm bmm einsum outer where masked_select gather
+    index_select take flatten reshape squeeze unsqueeze permute transpose t clone abs exp log log1p sqrt rsqrt
+    pow sigmoid tanh relu softmax log_softmax clamp clip sum mean prod std var norm argmax argmin cumsum cumprod
+    tril triu diag flip roll repeat_interleave bucketize multinomial bernoulli normal isnan isinf isfinite
+    logical_and logical_or logical_not eq ne gt lt ge le maximum minimum add sub mul div matrix_power
+    """.split()
+)
+
+# torch.nn.functional.* functions that always return one Tensor.
+FUNCTIONAL_TENSOR_FUNCTIONS = frozenset(
+    "torch.nn.functional." + name
+    for name in """
+    relu relu6 leaky_relu gelu silu elu selu mish softplus hardswish hardsigmoid sigmoid tanh softmax
+    log_softmax normalize dropout dropout1d dropout2d dropout3d linear conv1d conv2d conv3d conv_transpose1d
+    conv_transpose2d avg_pool1d avg_pool2d avg_pool3d adaptive_avg_pool1d adaptive_avg_pool2d
+    adaptive_avg_pool3d interpolate pad one_hot embedding layer_norm group_norm batch_norm instance_norm
+    cross_entropy nll_loss mse_loss l1_loss smooth_l1_loss huber_loss binary_cross_entropy
+    binary_cross_entropy_with_logits kl_div cosine_similarity pairwise_distance grid_sample
+    scaled_dot_product_attention unfold fold pixel_shuffle
+    """.split()
+)
+
+# Tensor methods that always return one Tensor.
+TENSOR_RETURNING_METHODS = frozenset(
+    """
+    view view_as reshape reshape_as permute transpose t contiguous squeeze unsqueeze flatten unflatten expand
+    expand_as repeat to cuda cpu float double half bfloat16 long int bool byte type_as detach clone sum mean
+    prod std var norm abs exp log sqrt pow sigmoid tanh relu softmax log_softmax matmul mm bmm add sub mul div
+    clamp clamp_ argmax argmin masked_fill masked_fill_ flip roll gather scatter index_select narrow cumsum
+    mul_ add_ sub_ div_ zero_ fill_ normal_ uniform_ requires_grad_ detach_ tril triu round floor ceil
+    logical_not eq ne gt lt ge le any all neg reciprocal square unfold new_zeros new_ones
+    new_full new_empty new_tensor
+    """.split()
+)
+
+# Tensor attributes that are themselves tensors.
+TENSOR_ATTRIBUTES = frozenset({"T", "mT", "H", "mH", "data", "grad", "real", "imag"})
+
+# nn.Module classes whose call always returns one Tensor.
+TENSOR_RETURNING_MODULES = frozenset(
+    "torch.nn." + name
+    for name in """
+    Linear Bilinear Identity Flatten Unflatten Conv1d Conv2d Conv3d ConvTranspose1d ConvTranspose2d
+    ConvTranspose3d BatchNorm1d BatchNorm2d BatchNorm3d LayerNorm GroupNorm InstanceNorm1d InstanceNorm2d
+    RMSNorm Dropout Dropout1d Dropout2d Dropout3d ReLU ReLU6 LeakyReLU GELU SiLU ELU SELU Mish Softplus
+    Hardswish Sigmoid Tanh Softmax LogSoftmax Embedding AvgPool1d AvgPool2d AvgPool3d AdaptiveAvgPool1d
+    AdaptiveAvgPool2d AdaptiveAvgPool3d Upsample PixelShuffle ZeroPad2d ConstantPad2d
+    """.split()
+)
+
+# Classes whose instances behave like another class for attribute lookup.
+ATTRIBUTE_BASES = {"torch.nn.Parameter": TENSOR, "torch.nn.parameter.Parameter": TENSOR}
+
+# Lower-case names in torch that are classes, so that calling them makes an instance.
+LOWERCASE_CLASSES = frozenset({"torch.device", "torch.dtype", "torch.Generator", "torch.no_grad"})
+
+
+def is_loss_module(qualname: str) -> bool:
+    """True for ``torch.nn.<Something>Loss``: calling such a module returns the loss tensor."""
+    return qualname.startswith("torch.nn.") and qualname.endswith("Loss")
+
+
+def call_result(callee: str) -> str | None:
+    """The class of the value returned by calling the torch name ``callee``, when it is certain."""
+    if callee in TENSOR_FUNCTIONS or callee in FUNCTIONAL_TENSOR_FUNCTIONS:
+        return TENSOR
+    last = callee.rsplit(".", 1)[-1]
+    if callee.startswith("torch.") and (last[:1].isupper() or callee in LOWERCASE_CLASSES):
+        return callee  # calling a class makes an instance of it
+    return None
+
+
+def instance_call_result(class_qualname: str) -> str | None:
+    """The class of the value returned by calling an *instance* of ``class_qualname``."""
+    if class_qualname in TENSOR_RETURNING_MODULES or is_loss_module(class_qualname):
+        return TENSOR
+    return None
+
+
+def method_result(receiver_class: str, method: str) -> str | None:
+    """The class of the value returned by ``receiver.method(...)``."""
+    if ATTRIBUTE_BASES.get(receiver_class, receiver_class) == TENSOR and method in TENSOR_RETURNING_METHODS:
+        return TENSOR
+    return None
+
+
+def attribute_result(receiver_class: str, attribute: str) -> str | None:
+    """The class of ``receiver.attribute`` when it is certain."""
+    if ATTRIBUTE_BASES.get(receiver_class, receiver_class) == TENSOR and attribute in TENSOR_ATTRIBUTES:
+        return TENSOR
+    return None

@@ -1,0 +1,455 @@
+"""Qualified names of the symbols in a file, resolved statically through its imports.
+
+This is the fast path of hover: no jedi, just the file's ``ast``. It knows
+
+- the import-alias table (``import torch.nn as nn``, ``from torch.nn import functional as F`` ...), so
+  ``F.softmax`` is ``torch.nn.functional.softmax``;
+- the simple inference it can do for free: ``x = torch.randn(...)`` makes ``x.view`` a ``torch.Tensor.view``,
+  ``self.fc = nn.Linear(...)`` makes ``self.fc`` an instance of ``torch.nn.Linear``, ``model = Net()`` with
+  ``class Net(nn.Module)`` makes ``model.parameters`` a ``torch.nn.Module.parameters``.
+
+Whatever it cannot prove it leaves unresolved, and the caller asks jedi.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Literal
+
+from torchls.core import facts
+from torchls.core.parsing import ParsedSource
+from torchls.core.text import Position, SourceText, Span
+
+TargetKind = Literal["reference", "instance", "keyword"]
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """What the cursor points at.
+
+    ``reference``: a name that *is* a torch symbol (``nn.Linear``, ``x.view``); ``qualname`` is its name.
+    ``instance``: a variable or attribute holding an instance of a torch class (``self.fc``); ``qualname`` is
+    the class. ``keyword``: a keyword argument name in a call; ``qualname`` is the callee when known
+    statically, ``keyword`` the argument, ``callee_end`` the end of the callee expression for jedi.
+    """
+
+    kind: TargetKind
+    span: Span
+    qualname: str | None
+    keyword: str | None = None
+    callee_end: Position | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Value:
+    """An inferred value: an instance of ``qualname`` (a torch class), maybe through a user subclass."""
+
+    qualname: str
+    user_class: str | None = None
+
+
+@dataclass(slots=True)
+class _ClassInfo:
+    node: ast.ClassDef
+    members: set[str] = field(default_factory=set)
+    self_bindings: dict[str, list[ast.expr | None]] = field(default_factory=lambda: defaultdict(list))
+
+
+@dataclass(slots=True)
+class _Binding:
+    line: int  # 0-based line of the binding statement, for "latest binding before the cursor"
+    value: ast.expr | None  # None: bound by something we do not infer (for loop, with, import...)
+    annotation: ast.expr | None = None
+
+
+@dataclass(slots=True)
+class _Identifier:
+    start: int
+    end: int
+    node: ast.AST
+    scope: ast.AST  # the innermost enclosing FunctionDef/Lambda or the Module
+    klass: ast.ClassDef | None  # the class whose method encloses it, for ``self.x``
+    parent: ast.AST | None = None  # the Call of a keyword, the Import/ImportFrom of an alias
+    segment: str | None = None  # for dotted import names: the dotted prefix up to this segment
+
+
+class ModuleIndex:
+    """Everything the fast path needs about one version of one file; build once, query many times."""
+
+    def __init__(self, parsed: ParsedSource, source: SourceText) -> None:
+        self.source = source
+        self.tree = parsed.tree
+        self.imports: dict[str, str] = {}
+        self.classes: dict[str, _ClassInfo] = {}
+        self._bindings: dict[ast.AST, dict[str, list[_Binding]]] = defaultdict(lambda: defaultdict(list))
+        self._identifiers: dict[int, list[_Identifier]] = defaultdict(list)
+        self._collect(self.tree, scope=self.tree, klass=None, method_of=None)
+        self._drop_shadowed_imports()
+
+    # ----------------------------------------------------------------------------------------- building
+
+    def _collect(
+        self, node: ast.AST, scope: ast.AST, klass: ast.ClassDef | None, method_of: ast.ClassDef | None
+    ) -> None:
+        """One walk that records imports, bindings, classes and identifier positions."""
+        for child in ast.iter_child_nodes(node):
+            self._visit(child, scope, klass, method_of)
+
+    def _visit(
+        self, node: ast.AST, scope: ast.AST, klass: ast.ClassDef | None, method_of: ast.ClassDef | None
+    ) -> None:
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            self._record_import(node, scope)
+        elif isinstance(node, ast.ClassDef):
+            info = self.classes.setdefault(node.name, _ClassInfo(node))
+            for stmt in node.body:
+                if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                    info.members.add(stmt.name)
+                elif isinstance(stmt, ast.Assign | ast.AnnAssign):
+                    targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+                    info.members.update(t.id for t in targets if isinstance(t, ast.Name))
+            self._bind(scope, node.name, node.lineno, None)
+            for base in [*node.bases, *node.decorator_list, *(k.value for k in node.keywords)]:
+                self._visit(base, scope, klass, method_of)
+            for stmt in node.body:
+                # Methods of this class see ``self`` as an instance of it.
+                self._visit(stmt, scope, node, node)
+            return
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            if not isinstance(node, ast.Lambda):
+                self._bind(scope, node.name, node.lineno, None)
+                for decorator in node.decorator_list:
+                    self._visit(decorator, scope, klass, method_of)
+                if node.returns is not None:
+                    self._visit(node.returns, scope, klass, method_of)
+            args = node.args
+            for default in [*args.defaults, *(d for d in args.kw_defaults if d is not None)]:
+                self._visit(default, scope, klass, method_of)
+            for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]:
+                if arg is None:
+                    continue
+                self._bindings[node][arg.arg].append(_Binding(node.lineno - 1, None, arg.annotation))
+                if arg.annotation is not None:
+                    self._visit(arg.annotation, node, klass, method_of)
+            body = node.body if isinstance(node.body, list) else [node.body]
+            inner_class = method_of if not isinstance(node, ast.Lambda) else klass
+            for stmt in body:
+                self._visit(stmt, node, inner_class, None)
+            return
+        elif isinstance(node, ast.Assign):
+            for target in node.targets:
+                self._bind_target(target, scope, klass, node.value, node.lineno)
+        elif isinstance(node, ast.AnnAssign):
+            self._bind_target(node.target, scope, klass, node.value, node.lineno, node.annotation)
+        elif isinstance(node, ast.AugAssign | ast.For | ast.AsyncFor | ast.comprehension):
+            target = node.target
+            for name in ast.walk(target):
+                if isinstance(name, ast.Name):
+                    self._bind(scope, name.id, getattr(node, "lineno", 1), None)
+        elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+            for name in ast.walk(node.optional_vars):
+                if isinstance(name, ast.Name):
+                    self._bind(scope, name.id, name.lineno, None)
+        elif isinstance(node, ast.NamedExpr):
+            self._bind(scope, node.target.id, node.lineno, node.value)
+        elif isinstance(node, ast.Name | ast.Attribute):
+            self._record_identifier(node, scope, klass)
+        elif isinstance(node, ast.Call):
+            for keyword in node.keywords:
+                if keyword.arg is not None:
+                    start = self.source.position_from_ast(keyword.lineno, keyword.col_offset)
+                    self._identifiers[start.line].append(
+                        _Identifier(start.column, start.column + len(keyword.arg), keyword, scope, klass, node)
+                    )
+        self._collect(node, scope, klass, method_of)
+
+    def _bind(self, scope: ast.AST, name: str, lineno: int, value: ast.expr | None) -> None:
+        self._bindings[scope][name].append(_Binding(lineno - 1, value))
+
+    def _bind_target(
+        self,
+        target: ast.expr,
+        scope: ast.AST,
+        klass: ast.ClassDef | None,
+        value: ast.expr | None,
+        lineno: int,
+        annotation: ast.expr | None = None,
+    ) -> None:
+        if isinstance(target, ast.Name):
+            self._bindings[scope][target.id].append(_Binding(lineno - 1, value, annotation))
+        elif (
+            isinstance(target, ast.Attribute)
+            and isinstance(target.value, ast.Name)
+            and target.value.id == "self"
+            and klass is not None
+        ):
+            self.classes.setdefault(klass.name, _ClassInfo(klass)).self_bindings[target.attr].append(value)
+        else:  # tuple unpacking, subscripts: bound to something we do not infer
+            for name in ast.walk(target):
+                if isinstance(name, ast.Name) and isinstance(name.ctx, ast.Store):
+                    self._bind(scope, name.id, lineno, None)
+
+    def _record_identifier(self, node: ast.Name | ast.Attribute, scope: ast.AST, klass: ast.ClassDef | None) -> None:
+        if isinstance(node, ast.Name):
+            start = self.source.position_from_ast(node.lineno, node.col_offset)
+            self._identifiers[start.line].append(
+                _Identifier(start.column, start.column + len(node.id), node, scope, klass)
+            )
+            return
+        # The attribute's own name ends where the node ends; its start is found backwards from there.
+        end = self.source.position_from_ast(node.end_lineno or node.lineno, node.end_col_offset or 0)
+        self._identifiers[end.line].append(
+            _Identifier(end.column - len(node.attr), end.column, node, scope, klass)
+        )
+
+    def _record_import(self, node: ast.Import | ast.ImportFrom, scope: ast.AST) -> None:
+        line_text = self.source.line(node.lineno - 1)
+        if isinstance(node, ast.ImportFrom):
+            if node.level or not node.module:
+                return
+            self._record_dotted(node.module, node, line_text, node.lineno, node.col_offset)
+            for alias in node.names:
+                if alias.name == "*":
+                    continue
+                qualname = f"{node.module}.{alias.name}"
+                local = alias.asname or alias.name
+                self._register_import(local, qualname, scope, node.lineno)
+                self._record_alias(alias, qualname, node)
+            return
+        for alias in node.names:
+            if alias.asname:
+                self._register_import(alias.asname, alias.name, scope, node.lineno)
+            else:  # ``import torch.nn`` binds ``torch``
+                top = alias.name.split(".", 1)[0]
+                self._register_import(top, top, scope, node.lineno)
+            self._record_dotted(alias.name, node, self.source.line(alias.lineno - 1), alias.lineno, alias.col_offset)
+            if alias.asname:
+                self._record_alias(alias, alias.name, node, only_asname=True)
+
+    def _register_import(self, local: str, qualname: str, scope: ast.AST, lineno: int) -> None:
+        if scope is self.tree or local not in self.imports:
+            self.imports[local] = qualname
+        self._bindings[scope][local].append(_Binding(lineno - 1, None))
+
+    def _record_dotted(self, dotted: str, node: ast.AST, line_text: str, lineno: int, col_offset: int) -> None:
+        """Record each segment of a dotted module name in an import statement as its own identifier."""
+        from_column = self.source.position_from_ast(lineno, col_offset).column
+        start = line_text.find(dotted, from_column)
+        if start < 0:  # split over lines with backslashes or parentheses: not worth a hover
+            return
+        offset = start
+        for index, segment in enumerate(dotted.split(".")):
+            prefix = ".".join(dotted.split(".")[: index + 1])
+            self._identifiers[lineno - 1].append(
+                _Identifier(offset, offset + len(segment), node, self.tree, None, node, prefix)
+            )
+            offset += len(segment) + 1
+
+    def _record_alias(self, alias: ast.alias, qualname: str, node: ast.AST, only_asname: bool = False) -> None:
+        line = alias.lineno - 1
+        text = self.source.line(line)
+        column = self.source.position_from_ast(alias.lineno, alias.col_offset).column
+        if not only_asname:
+            self._identifiers[line].append(
+                _Identifier(column, column + len(alias.name), alias, self.tree, None, node, qualname)
+            )
+        if alias.asname:
+            end = self.source.position_from_ast(alias.end_lineno or alias.lineno, alias.end_col_offset or 0).column
+            if text[end - len(alias.asname) : end] == alias.asname:
+                self._identifiers[line].append(
+                    _Identifier(end - len(alias.asname), end, alias, self.tree, None, node, qualname)
+                )
+
+    def _drop_shadowed_imports(self) -> None:
+        """A module-level name that is also assigned or defined is not reliably the imported module."""
+        for name, bindings in self._bindings[self.tree].items():
+            if name in self.imports and any(b.value is not None for b in bindings):
+                del self.imports[name]
+
+    # ----------------------------------------------------------------------------------------- queries
+
+    def qualify(self, expr: ast.expr) -> str | None:
+        """The dotted torch-or-other qualified name an expression refers to through imports, if static."""
+        if isinstance(expr, ast.Name):
+            return self.imports.get(expr.id)
+        if isinstance(expr, ast.Attribute):
+            base = self.qualify(expr.value)
+            return f"{base}.{expr.attr}" if base else None
+        return None
+
+    def target_at(self, position: Position) -> Target | None:
+        """The symbol at ``position`` (code points), or None when there is no identifier there."""
+        identifier = self._identifier_at(position)
+        if identifier is None:
+            return None
+        span = Span(Position(position.line, identifier.start), Position(position.line, identifier.end))
+        node = identifier.node
+        if isinstance(node, ast.keyword):
+            call = identifier.parent
+            assert isinstance(call, ast.Call)
+            end = self.source.position_from_ast(call.func.end_lineno or call.lineno, call.func.end_col_offset or 0)
+            return Target("keyword", span, self._callee_name(call.func, identifier), node.arg, end)
+        if identifier.segment is not None:  # a name in an import statement
+            return Target("reference", span, identifier.segment)
+        assert isinstance(node, ast.Name | ast.Attribute)
+        qualname = self.qualify(node)
+        if qualname is not None:
+            return Target("reference", span, qualname)
+        if isinstance(node, ast.Attribute):
+            receiver = self.infer(node.value, identifier, position.line)
+            if receiver is not None:
+                if receiver.user_class and self._user_defines(receiver.user_class, node.attr):
+                    return Target("reference", span, None)
+                attribute_value = self.infer(node, identifier, position.line)
+                if attribute_value is not None and attribute_value.user_class is None and node.attr not in (
+                    facts.TENSOR_ATTRIBUTES
+                ):
+                    return Target("instance", span, attribute_value.qualname)
+                base = facts.ATTRIBUTE_BASES.get(receiver.qualname, receiver.qualname)
+                return Target("reference", span, f"{base}.{node.attr}")
+        value = self.infer(node, identifier, position.line)
+        if value is not None and value.user_class is None:
+            return Target("instance", span, value.qualname)
+        return Target("reference", span, None)
+
+    def _callee_name(self, func: ast.expr, identifier: _Identifier) -> str | None:
+        qualname = self.qualify(func)
+        if qualname is not None:
+            return qualname
+        if isinstance(func, ast.Attribute):
+            receiver = self.infer(func.value, identifier, func.lineno - 1)
+            if receiver is not None and receiver.user_class is None:
+                return f"{facts.ATTRIBUTE_BASES.get(receiver.qualname, receiver.qualname)}.{func.attr}"
+        value = self.infer(func, identifier, func.lineno - 1)
+        if value is not None and value.user_class is None:
+            return value.qualname  # calling an instance: its class's ``forward``/``__call__`` arguments
+        return None
+
+    def _identifier_at(self, position: Position) -> _Identifier | None:
+        candidates = self._identifiers.get(position.line, ())
+        inside = [c for c in candidates if c.start <= position.column < c.end]
+        if not inside:  # the cursor right after a name (``view|(``) still means that name
+            inside = [c for c in candidates if c.end == position.column]
+        # Attribute identifiers of different nesting never overlap; the narrowest match is the right one.
+        return min(inside, key=lambda c: c.end - c.start, default=None)
+
+    def _user_defines(self, class_name: str, member: str) -> bool:
+        seen: set[str] = set()
+        while class_name in self.classes and class_name not in seen:
+            seen.add(class_name)
+            info = self.classes[class_name]
+            if member in info.members or member in info.self_bindings:
+                return True
+            local_bases = [b.id for b in info.node.bases if isinstance(b, ast.Name) and b.id in self.classes]
+            if not local_bases:
+                return False
+            class_name = local_bases[0]
+        return False
+
+    # ---------------------------------------------------------------------------------------- inference
+
+    def infer(self, expr: ast.expr, where: _Identifier, line: int, depth: int = 0) -> Value | None:
+        """The torch class of the value of ``expr`` at ``line``, when the file proves it; else None."""
+        if depth > 12:
+            return None
+        if isinstance(expr, ast.Name):
+            return self._infer_name(expr.id, where, line, depth)
+        if isinstance(expr, ast.Attribute):
+            if isinstance(expr.value, ast.Name) and expr.value.id == "self" and where.klass is not None:
+                return self._infer_self_attribute(where.klass, expr.attr, where, depth)
+            receiver = self.infer(expr.value, where, line, depth + 1)
+            if receiver is not None and receiver.user_class is None:
+                result = facts.attribute_result(receiver.qualname, expr.attr)
+                return Value(result) if result else None
+            return None
+        if isinstance(expr, ast.Call):
+            return self._infer_call(expr, where, line, depth)
+        if isinstance(expr, ast.BinOp):
+            for side in (expr.left, expr.right):
+                value = self.infer(side, where, line, depth + 1)
+                if value is not None and value.qualname == facts.TENSOR:
+                    return value
+            return None
+        if isinstance(expr, ast.UnaryOp | ast.Subscript):
+            operand = expr.operand if isinstance(expr, ast.UnaryOp) else expr.value
+            value = self.infer(operand, where, line, depth + 1)
+            return value if value is not None and value.qualname == facts.TENSOR else None
+        return None
+
+    def _infer_call(self, call: ast.Call, where: _Identifier, line: int, depth: int) -> Value | None:
+        callee = self.qualify(call.func)
+        if callee is not None:
+            result = facts.call_result(callee)
+            return Value(result) if result else None
+        if isinstance(call.func, ast.Name) and call.func.id in self.classes:
+            base = self._torch_base(call.func.id)
+            return Value(base, call.func.id) if base else None
+        if isinstance(call.func, ast.Attribute):
+            receiver = self.infer(call.func.value, where, line, depth + 1)
+            if receiver is not None and receiver.user_class is None:
+                result = facts.method_result(receiver.qualname, call.func.attr)
+                return Value(result) if result else None
+            return None
+        instance = self.infer(call.func, where, line, depth + 1)
+        if instance is not None and instance.user_class is None:
+            result = facts.instance_call_result(instance.qualname)
+            return Value(result) if result else None
+        return None
+
+    def _torch_base(self, class_name: str) -> str | None:
+        """The first torch class among the bases of a class defined in this file, following local bases."""
+        seen: set[str] = set()
+        while class_name in self.classes and class_name not in seen:
+            seen.add(class_name)
+            node = self.classes[class_name].node
+            next_local = None
+            for base in node.bases:
+                qualname = self.qualify(base)
+                if qualname and qualname.startswith("torch."):
+                    return qualname
+                if isinstance(base, ast.Name) and base.id in self.classes:
+                    next_local = next_local or base.id
+            if next_local is None:
+                return None
+            class_name = next_local
+        return None
+
+    def _infer_name(self, name: str, where: _Identifier, line: int, depth: int) -> Value | None:
+        if name == "self" and where.klass is not None:
+            base = self._torch_base(where.klass.name)
+            return Value(base, where.klass.name) if base else None
+        for scope in (where.scope, self.tree):
+            bindings = self._bindings.get(scope, {}).get(name)
+            if not bindings:
+                continue
+            earlier = [b for b in bindings if b.line < line]
+            if scope is self.tree and not earlier:
+                earlier = bindings  # module names used inside functions may be bound later in the file
+            if not earlier:
+                return None
+            binding = max(earlier, key=lambda b: b.line)
+            if binding.annotation is not None:
+                annotated = self.qualify(binding.annotation)
+                if annotated and annotated.startswith("torch."):
+                    return Value(annotated)
+            if binding.value is None:
+                return None
+            return self.infer(binding.value, where, binding.line, depth + 1)
+        return None
+
+    def _infer_self_attribute(
+        self, klass: ast.ClassDef, attr: str, where: _Identifier, depth: int
+    ) -> Value | None:
+        info = self.classes.get(klass.name)
+        if info is None or attr not in info.self_bindings:
+            return None
+        values = []
+        for expr in info.self_bindings[attr]:
+            if expr is None:
+                return None
+            # ``self.x`` bound in ``__init__`` is evaluated in the method that binds it, not at the cursor.
+            values.append(self.infer(expr, where, expr.lineno - 1, depth + 1))
+        first = values[0]
+        return first if first is not None and all(v == first for v in values) else None

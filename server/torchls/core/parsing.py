@@ -1,0 +1,60 @@
+"""Parse Python source into an ``ast`` tree even when some lines do not parse.
+
+Editors send half-typed code all the time. A syntax error on one line must not cost the hover on every other
+line, so the broken lines are blanked out (their text replaced by spaces, which keeps every other line's
+positions intact) and the rest is parsed again.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+_MAX_REPAIRS = 25
+
+
+@dataclass(slots=True)
+class ParsedSource:
+    """An ``ast.Module`` plus the 0-based numbers of the lines that had to be blanked to get it."""
+
+    tree: ast.Module
+    blanked_lines: frozenset[int] = field(default_factory=frozenset)
+    error: str | None = None  # the first syntax error, as Python reports it
+
+
+def _blank(lines: list[str], index: int) -> bool:
+    if not 0 <= index < len(lines) or not lines[index].strip():
+        return False
+    lines[index] = ""
+    return True
+
+
+def parse_tolerant(text: str) -> ParsedSource:
+    """Parse ``text``; on syntax errors blank the offending lines and retry a bounded number of times.
+
+    Returns an empty module when nothing could be recovered; never raises for bad source.
+    """
+    try:
+        return ParsedSource(ast.parse(text))
+    except (SyntaxError, ValueError) as first:  # ValueError: NUL bytes in the source
+        first_error = f"{getattr(first, 'lineno', '?')}: {getattr(first, 'msg', first)}"
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    blanked: set[int] = set()
+    for _ in range(_MAX_REPAIRS):
+        try:
+            tree = ast.parse("\n".join(lines))
+            return ParsedSource(tree, frozenset(blanked), first_error)
+        except SyntaxError as error:
+            index = (error.lineno or 1) - 1
+            # An unclosed bracket is reported where it opens, an indentation error on the line itself; when the
+            # reported line is already blank, the culprit is the nearest non-blank line above it.
+            while index >= 0 and not _blank(lines, index):
+                index -= 1
+            if index < 0:
+                break
+            blanked.add(index)
+            # A block header whose body was blanked ("if x:" followed by nothing) fails next; that is handled
+            # by the next round reporting the header line.
+        except ValueError:
+            break
+    return ParsedSource(ast.Module(body=[], type_ignores=[]), frozenset(blanked), first_error)

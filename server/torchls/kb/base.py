@@ -1,0 +1,89 @@
+"""The knowledge base: entries from the shipped folder and any team folders, looked up by any name jedi gives."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from torchls.kb import canonical
+from torchls.kb.cache import load_folder_cached
+from torchls.kb.loader import load_folder
+from torchls.kb.schema import Entry, KbError
+
+
+def shipped_folder() -> Path:
+    """The knowledge folder that ships with torchls.
+
+    In a source checkout (editable install) it is the repository's top-level ``knowledge/``; in a wheel it is
+    packaged as ``torchls/_knowledge``. ``$TORCHLS_KNOWLEDGE`` overrides both (for tests and packagers).
+    """
+    explicit = os.environ.get("TORCHLS_KNOWLEDGE")
+    if explicit:
+        return Path(explicit)
+    package = Path(__file__).resolve().parent.parent
+    packaged = package / "_knowledge"
+    if packaged.is_dir():
+        return packaged
+    return package.parent.parent / "knowledge"
+
+
+@dataclass(slots=True)
+class KnowledgeBase:
+    """Entries by public name, plus the errors of the files that could not be loaded."""
+
+    entries: dict[str, Entry] = field(default_factory=dict)
+    errors: list[KbError] = field(default_factory=list)
+    folders: tuple[Path, ...] = ()
+    _aliases: dict[str, str] = field(default_factory=dict)
+    _namespaces: frozenset[str] = frozenset()
+
+    @classmethod
+    def load(cls, extra_folders: Sequence[Path] = (), use_cache: bool = True) -> KnowledgeBase:
+        """The shipped folder, then each extra folder in order; a later folder's entry overrides an earlier one."""
+        folders = (shipped_folder(), *extra_folders)
+        return cls.from_folders(folders, use_cache)
+
+    @classmethod
+    def from_folders(cls, folders: Iterable[Path], use_cache: bool = True) -> KnowledgeBase:
+        base = cls(folders=tuple(folders))
+        for folder in base.folders:
+            entries, errors = load_folder_cached(folder) if use_cache else load_folder(folder)
+            base.entries.update(entries)
+            base.errors.extend(errors)
+        base._index()
+        return base
+
+    def _index(self) -> None:
+        self._aliases = {alias: entry.name for entry in self.entries.values() for alias in entry.aliases}
+        self._namespaces = frozenset(canonical.module_of(name) for name in self.entries)
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def get(self, name: str) -> Entry | None:
+        """The entry with exactly this public name or alias."""
+        entry = self.entries.get(name)
+        if entry is None and name in self._aliases:
+            entry = self.entries.get(self._aliases[name])
+        return entry
+
+    def lookup(self, name: str) -> Entry | None:
+        """The entry for any name of a symbol: public, defined-at (from jedi) or an alias."""
+        for candidate in canonical.candidates(name, self._namespaces):
+            entry = self.get(candidate)
+            if entry is not None:
+                return entry
+        return None
+
+    def public_name(self, name: str) -> str:
+        """The best public spelling of ``name``, even when there is no entry for it."""
+        entry = self.lookup(name)
+        if entry is not None:
+            return entry.name
+        options = canonical.candidates(name, self._namespaces)
+        # Without an entry, prefer the nearest public namespace over the defining module.
+        return options[1] if len(options) > 1 and canonical.module_of(options[0]) not in (
+            canonical.PUBLIC_NAMESPACES | self._namespaces
+        ) else options[0]

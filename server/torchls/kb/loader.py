@@ -1,0 +1,128 @@
+"""Read knowledge folders: YAML with line numbers, validation, and one error per problem without losing others."""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from torchls.kb.schema import Entry, KbError, validate_entry
+
+log = logging.getLogger(__name__)
+
+try:  # the C loader is several times faster on a cold start
+    _BaseLoader: type = yaml.CSafeLoader
+except AttributeError:  # pragma: no cover - PyYAML built without libyaml
+    _BaseLoader = yaml.SafeLoader
+
+
+class _LineDict(dict):
+    """A mapping that remembers the line of each key (1-based) and any duplicate keys."""
+
+    line: int
+    key_lines: dict[str, int]
+    duplicate_keys: list[str]
+
+
+class _LineList(list):
+    """A sequence that remembers the line of each item (1-based)."""
+
+    item_lines: list[int]
+
+
+class _LineLoader(_BaseLoader):  # type: ignore[misc, valid-type]
+    pass
+
+
+def _construct_map(loader: Any, node: yaml.MappingNode) -> Iterator[_LineDict]:
+    data = _LineDict()
+    data.line = node.start_mark.line + 1
+    data.key_lines = {}
+    data.duplicate_keys = []
+    yield data
+    for key_node, value_node in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        if not isinstance(key, str):
+            key = str(key)
+        if key in data:
+            data.duplicate_keys.append(key)
+        data[key] = loader.construct_object(value_node, deep=True)
+        data.key_lines[key] = key_node.start_mark.line + 1
+
+
+def _construct_seq(loader: Any, node: yaml.SequenceNode) -> Iterator[_LineList]:
+    data = _LineList()
+    data.item_lines = [item.start_mark.line + 1 for item in node.value]
+    yield data
+    data.extend(loader.construct_object(item, deep=True) for item in node.value)
+
+
+_LineLoader.add_constructor("tag:yaml.org,2002:map", _construct_map)
+_LineLoader.add_constructor("tag:yaml.org,2002:seq", _construct_seq)
+
+
+def expected_name(path: Path, root: Path) -> str:
+    """The API name a file's place in a knowledge folder implies: ``torch/nn/Linear.yaml`` -> ``torch.nn.Linear``."""
+    relative = path.relative_to(root).with_suffix("")
+    return ".".join(relative.parts)
+
+
+def iter_yaml_files(root: Path) -> Iterator[Path]:
+    """All ``*.yaml``/``*.yml`` files under ``root``, sorted, skipping hidden folders."""
+    for directory, folders, files in os.walk(root):
+        folders[:] = sorted(f for f in folders if not f.startswith("."))
+        for name in sorted(files):
+            if name.endswith((".yaml", ".yml")) and not name.startswith("."):
+                yield Path(directory) / name
+
+
+def load_file(path: Path, root: Path) -> tuple[Entry | None, list[KbError]]:
+    """Load and validate one entry file."""
+    shown = str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        return None, [KbError(shown, 1, f"无法读取文件：{error}")]
+    try:
+        documents = list(yaml.load_all(text, Loader=_LineLoader))  # noqa: S506 - a safe loader subclass
+    except yaml.MarkedYAMLError as error:
+        mark = error.problem_mark or error.context_mark
+        line = mark.line + 1 if mark else 1
+        problem = error.problem or str(error)
+        return None, [KbError(shown, line, f"YAML 语法错误：{problem}")]
+    except yaml.YAMLError as error:
+        return None, [KbError(shown, 1, f"YAML 错误：{error}")]
+    documents = [d for d in documents if d is not None]
+    if len(documents) != 1:
+        return None, [KbError(shown, 1, f"每个文件应恰好包含一个条目，实际有 {len(documents)} 个")]
+    return validate_entry(documents[0], shown, expected_name(path, root))
+
+
+def load_folder(root: Path) -> tuple[dict[str, Entry], list[KbError]]:
+    """Load every entry under ``root``; a bad file becomes an error and the rest still load."""
+    entries: dict[str, Entry] = {}
+    errors: list[KbError] = []
+    if not root.is_dir():
+        return entries, [KbError(str(root), 1, "知识库目录不存在或不是目录")]
+    for path in iter_yaml_files(root):
+        entry, problems = load_file(path, root)
+        errors.extend(problems)
+        if entry is not None:
+            entries[entry.name] = entry
+    return entries, errors
+
+
+def file_manifest(root: Path, files: Iterable[Path] | None = None) -> tuple[tuple[str, int, int], ...]:
+    """(relative path, mtime_ns, size) of every entry file: the cache is valid while this is unchanged."""
+    manifest = []
+    for path in files if files is not None else iter_yaml_files(root):
+        try:
+            stat = path.stat()
+        except OSError:
+            continue
+        manifest.append((str(path.relative_to(root)), stat.st_mtime_ns, stat.st_size))
+    return tuple(manifest)

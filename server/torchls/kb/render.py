@@ -1,0 +1,153 @@
+"""Markdown cards for hover, completion documentation and ``torchls explain``.
+
+A hover card must be readable in a small popup: the real signature first, then what the API is for, its
+parameters, shapes and return value, the pitfalls (always shown, never trimmed), one example, related APIs,
+version notes and the link. ``compact=False`` (the terminal) keeps the whole description and every example.
+"""
+
+from __future__ import annotations
+
+from torchls.docinfo import SymbolDoc
+from torchls.kb.schema import Entry, Param
+
+KIND_LABELS = {
+    "function": "函数",
+    "class": "类",
+    "method": "方法",
+    "property": "属性",
+    "attribute": "常量",
+    "module": "模块",
+}
+_MAX_OVERLOADS = 2
+_MAX_EXAMPLE_LINES = 18
+_MAX_ENGLISH_DOC = 1800
+_MAX_ENGLISH_PARAM = 220
+
+
+def _code(text: str, language: str = "python") -> str:
+    return f"```{language}\n{text.rstrip()}\n```"
+
+
+def _first_paragraph(text: str) -> str:
+    return text.strip().split("\n\n", 1)[0].strip()
+
+
+def _public_signature(entry_name: str, signature: str) -> str:
+    """jedi writes ``Linear(in_features: int, ...)``; the card shows the public ``torch.nn.Linear(...)``."""
+    short = entry_name.rsplit(".", 1)[-1]
+    if signature.startswith(short + "("):
+        return entry_name + signature[len(short) :]
+    return signature
+
+
+def _signature_block(entry: Entry, live: SymbolDoc | None) -> str | None:
+    signatures = [_public_signature(entry.name, s) for s in (live.signatures if live else ())]
+    if not signatures and entry.signature:
+        signatures = [entry.signature]
+    if not signatures:
+        return None
+    shown = signatures[:_MAX_OVERLOADS]
+    block = _code("\n".join(shown))
+    if len(signatures) > len(shown):
+        block += f"\n\n*另有 {len(signatures) - len(shown)} 个重载，见官方文档。*"
+    return block
+
+
+def _param_line(param: Param) -> str:
+    details = [f"`{param.type}`"] if param.type else []
+    if param.default is not None:
+        details.append(f"默认 `{param.default}`")
+    if param.since:
+        details.append(f"torch ≥ {param.since}")
+    head = f"- `{param.name}`" + (f"（{'，'.join(details)}）" if details else "")
+    return f"{head}：{param.desc}"
+
+
+def _english(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def _params_section(entry: Entry, live: SymbolDoc | None) -> list[str]:
+    lines = [_param_line(p) for p in entry.params]
+    if live is not None:
+        documented = {p.name for p in entry.params} | set(entry.omitted_params)
+        for name in live.param_names:
+            if name in documented or name in ("self", "cls"):
+                continue
+            english = live.param_docs.get(name)
+            text = f"*（英文原文）* {_english(english, _MAX_ENGLISH_PARAM)}" if english else "*（暂无中文说明）*"
+            lines.append(f"- `{name}`：{text}")
+    return ["**参数**", *lines] if lines else []
+
+
+def render_card(entry: Entry, live: SymbolDoc | None = None, compact: bool = True, heading: str | None = None) -> str:
+    """The Chinese card of ``entry``; ``live`` (from jedi) supplies the installed torch's real signature."""
+    parts: list[str] = []
+    if heading:
+        parts.append(heading)
+    signature = _signature_block(entry, live)
+    if signature:
+        parts.append(signature)
+    parts.append(f"**{entry.name}** · {KIND_LABELS.get(entry.kind, entry.kind)}：{entry.summary}")
+    if entry.description:
+        parts.append(_first_paragraph(entry.description) if compact else entry.description.strip())
+    params = _params_section(entry, live)
+    if params:
+        parts.append("\n".join(params))
+    if entry.shapes:
+        parts.append("\n".join(["**形状**", *(f"- `{name}`：{text}" for name, text in entry.shapes)]))
+    if entry.returns:
+        parts.append(f"**返回**：{entry.returns}")
+    if entry.pitfalls:
+        pitfalls = [f"- {p.text}" + (f"（`{p.rule}`）" if p.rule else "") for p in entry.pitfalls]
+        parts.append("\n".join(["**⚠️ 避坑**", *pitfalls]))
+    for example in entry.examples[:1] if compact else entry.examples:
+        code = example.code.rstrip().splitlines()
+        if compact and len(code) > _MAX_EXAMPLE_LINES:
+            code = [*code[:_MAX_EXAMPLE_LINES], "# ……（完整示例见 torchls explain）"]
+        parts.append(f"**示例：{example.title}**\n{_code(chr(10).join(code))}")
+    if entry.see_also:
+        parts.append("**相关**：" + " · ".join(f"`{name}`" for name in entry.see_also))
+    notes = []
+    if entry.since:
+        notes.append(f"torch {entry.since} 起提供")
+    notes.extend(f"{v.version}：{v.note}" for v in entry.versions)
+    if notes:
+        parts.append("**版本**：" + "；".join(notes))
+    if entry.url:
+        parts.append(f"[官方文档]({entry.url})")
+    return "\n\n".join(parts)
+
+
+def render_param(entry: Entry | None, owner: str, name: str, live: SymbolDoc | None = None) -> str | None:
+    """The card for a keyword argument ``name=`` in a call of ``owner``."""
+    param = entry.param(name) if entry else None
+    title = f"**`{name}`** — `{owner}` 的参数"
+    if param is not None:
+        line = _param_line(param)
+        return f"{title}\n\n{line[2:]}" + (f"\n\n{entry.summary}" if entry else "")
+    english = live.param_docs.get(name) if live else None
+    if english:
+        return f"{title}\n\n*（英文原文，暂无中文说明）* {_english(english, 600)}"
+    return None
+
+
+def render_fallback(name: str, live: SymbolDoc) -> str:
+    """A torch symbol without an entry: torch's own docstring, marked as the English original."""
+    parts = []
+    if live.signatures:
+        parts.append(_code("\n".join(_public_signature(name, s) for s in live.signatures[:_MAX_OVERLOADS])))
+    parts.append(f"**{name}** — 暂无中文条目，以下为 torch 自带的英文文档（English original）。")
+    doc = live.docstring.strip()
+    # jedi puts the signatures at the top of the docstring; they are shown above already.
+    lines = doc.splitlines()
+    while lines and any(lines[0].startswith(s.split("(", 1)[0] + "(") for s in live.signatures):
+        lines.pop(0)
+    doc = "\n".join(lines).strip()
+    if doc:
+        if len(doc) > _MAX_ENGLISH_DOC:
+            doc = doc[:_MAX_ENGLISH_DOC].rsplit("\n", 1)[0] + "\n…"
+        parts.append(_code(doc, "text"))
+    parts.append("*提示：这个 API 还没有中文条目，欢迎在 knowledge/ 中补充。*")
+    return "\n\n".join(parts)

@@ -1,0 +1,74 @@
+"""Every shipped entry validates, matches the installed torch, and its examples run."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+
+import pytest
+import torch
+
+from torchls.kb.base import shipped_folder
+from torchls.kb.loader import iter_yaml_files, load_file
+from torchls.kb.schema import Entry
+
+from .torch_introspect import _params_from_text, installed_parameters, resolve_object
+
+FILES = sorted(iter_yaml_files(shipped_folder()))
+
+
+def _entry(path) -> Entry:
+    entry, errors = load_file(path, shipped_folder())
+    assert not errors, "\n".join(map(str, errors))
+    assert entry is not None
+    return entry
+
+
+def _id(path) -> str:
+    return str(path.relative_to(shipped_folder()).with_suffix(""))
+
+
+@pytest.mark.parametrize("path", FILES, ids=_id)
+def test_entry_is_valid_and_names_a_real_torch_api(path):
+    entry = _entry(path)
+    resolve_object(entry.name)  # raises when the installed torch has no such API
+
+
+@pytest.mark.parametrize("path", FILES, ids=_id)
+def test_documented_parameters_exist_in_installed_torch(path):
+    entry = _entry(path)
+    names = [p.name for p in entry.params] + list(entry.omitted_params)
+    if entry.signature:
+        names += _params_from_text(entry.signature.split("(", 1)[1].rsplit(")", 1)[0])
+    if not names:
+        return
+    installed = installed_parameters(entry.name)
+    assert installed is not None, f"{entry.name} documents parameters but is not callable"
+    unknown = sorted(set(names) - installed)
+    assert not unknown, f"{entry.name}: not parameters of the installed torch {torch.__version__}: {unknown}"
+
+
+def _example_count(path) -> int:
+    entry, _ = load_file(path, shipped_folder())
+    return len(entry.examples) if entry else 1  # an invalid file still gets one (failing) example test
+
+
+EXAMPLES = [
+    pytest.param(path, index, id=f"{_id(path)}[{index}]") for path in FILES for index in range(_example_count(path))
+]
+
+
+@pytest.mark.parametrize(("path", "index"), EXAMPLES)
+def test_example_runs_on_cpu_and_prints(path, index, tmp_path, monkeypatch):
+    example = _entry(path).examples[index]
+    if example.device != "any":
+        pytest.skip(f"example needs {example.device}")
+    monkeypatch.chdir(tmp_path)
+    torch.manual_seed(0)
+    output = io.StringIO()
+    namespace = {"__name__": "__torchls_example__", "DEVICE": "cpu"}
+    with contextlib.redirect_stdout(output), torch.inference_mode(False):
+        exec(compile(example.code, f"{path}:example{index}", "exec"), namespace)  # noqa: S102
+    assert output.getvalue().strip(), "an example must print something meaningful"
+    assert os.getcwd() == str(tmp_path)
