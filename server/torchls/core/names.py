@@ -97,9 +97,7 @@ class ModuleIndex:
         for child in ast.iter_child_nodes(node):
             self._visit(child, scope, klass, method_of)
 
-    def _visit(
-        self, node: ast.AST, scope: ast.AST, klass: ast.ClassDef | None, method_of: ast.ClassDef | None
-    ) -> None:
+    def _visit(self, node: ast.AST, scope: ast.AST, klass: ast.ClassDef | None, method_of: ast.ClassDef | None) -> None:
         if isinstance(node, ast.Import | ast.ImportFrom):
             self._record_import(node, scope)
         elif isinstance(node, ast.ClassDef):
@@ -200,9 +198,7 @@ class ModuleIndex:
             return
         # The attribute's own name ends where the node ends; its start is found backwards from there.
         end = self.source.position_from_ast(node.end_lineno or node.lineno, node.end_col_offset or 0)
-        self._identifiers[end.line].append(
-            _Identifier(end.column - len(node.attr), end.column, node, scope, klass)
-        )
+        self._identifiers[end.line].append(_Identifier(end.column - len(node.attr), end.column, node, scope, klass))
 
     def _record_import(self, node: ast.Import | ast.ImportFrom, scope: ast.AST) -> None:
         line_text = self.source.line(node.lineno - 1)
@@ -300,13 +296,15 @@ class ModuleIndex:
         if isinstance(node, ast.Attribute):
             receiver = self.infer(node.value, identifier, position.line)
             if receiver is not None:
-                if receiver.user_class and self._user_defines(receiver.user_class, node.attr):
-                    return Target("reference", span, None)
                 attribute_value = self.infer(node, identifier, position.line)
-                if attribute_value is not None and attribute_value.user_class is None and node.attr not in (
-                    facts.TENSOR_ATTRIBUTES
+                if (
+                    attribute_value is not None
+                    and attribute_value.user_class is None
+                    and node.attr not in (facts.TENSOR_ATTRIBUTES)
                 ):
                     return Target("instance", span, attribute_value.qualname)
+                if receiver.user_class and self._user_defines(receiver.user_class, node.attr):
+                    return Target("reference", span, None)
                 base = facts.ATTRIBUTE_BASES.get(receiver.qualname, receiver.qualname)
                 return Target("reference", span, f"{base}.{node.attr}")
         value = self.infer(node, identifier, position.line)
@@ -439,9 +437,7 @@ class ModuleIndex:
             return self.infer(binding.value, where, binding.line, depth + 1)
         return None
 
-    def _infer_self_attribute(
-        self, klass: ast.ClassDef, attr: str, where: _Identifier, depth: int
-    ) -> Value | None:
+    def _infer_self_attribute(self, klass: ast.ClassDef, attr: str, where: _Identifier, depth: int) -> Value | None:
         info = self.classes.get(klass.name)
         if info is None or attr not in info.self_bindings:
             return None

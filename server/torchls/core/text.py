@@ -81,9 +81,13 @@ class Span:
 
     def contains(self, position: Position) -> bool:
         """True when ``position`` is inside the span; the end counts, so a cursor right after a name hits it."""
-        return (self.start.line, self.start.column) <= (position.line, position.column) <= (
-            self.end.line,
-            self.end.column,
+        return (
+            (self.start.line, self.start.column)
+            <= (position.line, position.column)
+            <= (
+                self.end.line,
+                self.end.column,
+            )
         )
 
 
@@ -108,6 +112,12 @@ class SourceText:
     def position_from_units(self, line: int, units: int, encoding: Encoding = "utf-16") -> Position:
         """A client position (line, code units) as a code-point position clamped to the document."""
         return Position(line, units_to_column(self.line(line), units, encoding))
+
+    def has_position(self, line: int, units: int, encoding: Encoding = "utf-16") -> bool:
+        """True when a client position lies within the document (at most at the end of its line)."""
+        return 0 <= line < len(self.lines) and 0 <= units <= column_to_units(
+            self.lines[line], len(self.lines[line]), encoding
+        )
 
     def units_from_position(self, position: Position, encoding: Encoding = "utf-16") -> tuple[int, int]:
         """A code-point position as a client (line, code units) pair."""

@@ -84,6 +84,9 @@ class KnowledgeBase:
             return entry.name
         options = canonical.candidates(name, self._namespaces)
         # Without an entry, prefer the nearest public namespace over the defining module.
-        return options[1] if len(options) > 1 and canonical.module_of(options[0]) not in (
-            canonical.PUBLIC_NAMESPACES | self._namespaces
-        ) else options[0]
+        return (
+            options[1]
+            if len(options) > 1
+            and canonical.module_of(options[0]) not in (canonical.PUBLIC_NAMESPACES | self._namespaces)
+            else options[0]
+        )

@@ -46,7 +46,7 @@ def load_folder_cached(root: Path) -> tuple[dict[str, Entry], list[KbError]]:
     path = _cache_file(root)
     try:
         with path.open("rb") as stream:
-            cached = pickle.load(stream)  # noqa: S301 - our own file in the user's cache directory
+            cached = pickle.load(stream)
         if cached["format"] == CACHE_FORMAT and cached["manifest"] == manifest:
             return cached["entries"], cached["errors"]
     except FileNotFoundError:

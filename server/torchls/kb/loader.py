@@ -88,18 +88,27 @@ def load_file(path: Path, root: Path) -> tuple[Entry | None, list[KbError]]:
     except (OSError, UnicodeDecodeError) as error:
         return None, [KbError(shown, 1, f"无法读取文件：{error}")]
     try:
-        documents = list(yaml.load_all(text, Loader=_LineLoader))  # noqa: S506 - a safe loader subclass
+        documents = list(yaml.load_all(text, Loader=_LineLoader))
     except yaml.MarkedYAMLError as error:
-        mark = error.problem_mark or error.context_mark
-        line = mark.line + 1 if mark else 1
-        problem = error.problem or str(error)
-        return None, [KbError(shown, line, f"YAML 语法错误：{problem}")]
+        return None, [_yaml_error(shown, error)]
     except yaml.YAMLError as error:
         return None, [KbError(shown, 1, f"YAML 错误：{error}")]
     documents = [d for d in documents if d is not None]
     if len(documents) != 1:
         return None, [KbError(shown, 1, f"每个文件应恰好包含一个条目，实际有 {len(documents)} 个")]
     return validate_entry(documents[0], shown, expected_name(path, root))
+
+
+def _yaml_error(shown: str, error: yaml.MarkedYAMLError) -> KbError:
+    """An unclosed bracket is noticed lines later; the construct's start (the context) is where to look."""
+    problem = error.problem or str(error)
+    problem_line = error.problem_mark.line + 1 if error.problem_mark else 1
+    if error.context_mark is not None and error.context:
+        context_line = error.context_mark.line + 1
+        if context_line != problem_line:
+            message = f"YAML 语法错误：{error.context}，到第 {problem_line} 行仍未结束（{problem}）"
+            return KbError(shown, context_line, message)
+    return KbError(shown, problem_line, f"YAML 语法错误：{problem}")
 
 
 def load_folder(root: Path) -> tuple[dict[str, Entry], list[KbError]]:

@@ -133,9 +133,9 @@ def render_param(entry: Entry | None, owner: str, name: str, live: SymbolDoc | N
     return None
 
 
-def render_fallback(name: str, live: SymbolDoc) -> str:
+def render_fallback(name: str, live: SymbolDoc, heading: str | None = None) -> str:
     """A torch symbol without an entry: torch's own docstring, marked as the English original."""
-    parts = []
+    parts = [heading] if heading else []
     if live.signatures:
         parts.append(_code("\n".join(_public_signature(name, s) for s in live.signatures[:_MAX_OVERLOADS])))
     parts.append(f"**{name}** — 暂无中文条目，以下为 torch 自带的英文文档（English original）。")

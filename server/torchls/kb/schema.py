@@ -149,9 +149,9 @@ def _lines_of(data: Any) -> Mapping[str, int]:
     return getattr(data, "key_lines", {})
 
 
-def validate_entry(data: Any, path: str, expected_name: str | None, document_line: int = 1) -> tuple[
-    Entry | None, list[KbError]
-]:
+def validate_entry(
+    data: Any, path: str, expected_name: str | None, document_line: int = 1
+) -> tuple[Entry | None, list[KbError]]:
     """Turn one loaded YAML document into an Entry, or report why it cannot be one.
 
     ``expected_name`` is the dotted name the file's path implies; an entry must live where its name says.
@@ -272,7 +272,9 @@ def _examples(check: _Checker, data: Mapping[str, Any]) -> list[Example]:
         try:
             compile(code, f"{check.path}:{line}", "exec")
         except SyntaxError as error:
-            check.fail(line + (error.lineno or 0), f"示例代码有语法错误：{error.msg}")
+            # A `code: |` block starts on the line after its key.
+            code_line = _lines_of(item).get("code", line)
+            check.fail(code_line + (error.lineno or 1), f"示例代码有语法错误：{error.msg}")
             return None
         return Example(title=title, code=code + "\n", device=device)
 

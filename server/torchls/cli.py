@@ -1,0 +1,122 @@
+"""The ``torchls`` command line.
+
+``torchls`` or ``torchls serve``     the language server over stdio (``--tcp HOST:PORT`` for debugging)
+``torchls explain NAME``             the Chinese card of an API, in the terminal
+``torchls kb check [FOLDER ...]``    validate the shipped and the given knowledge folders
+``torchls demo``                     a scripted LSP session: hover cards for a bundled sample file
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import logging
+import sys
+from pathlib import Path
+
+from torchls import __version__
+
+# Short spellings people type, expanded in this order when NAME is not a full public name.
+_SHORTHANDS = (
+    ("F.", "torch.nn.functional."),
+    ("nn.", "torch.nn."),
+    ("optim.", "torch.optim."),
+    ("Tensor.", "torch.Tensor."),
+    ("", "torch."),
+    ("", "torch.nn."),
+    ("", "torch.nn.functional."),
+    ("", "torch.Tensor."),
+)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="torchls", description="PyTorch 中文 API 手册与避坑指南的语言服务器。")
+    parser.add_argument("--version", action="version", version=f"torchls {__version__}")
+    parser.add_argument("-v", "--verbose", action="count", default=0, help="更详细的日志（写到 stderr）")
+    parser.add_argument("--log-file", help="把日志写到这个文件而不是 stderr")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    serve = commands.add_parser("serve", help="启动语言服务器（默认通过 stdio）")
+    serve.add_argument("--tcp", metavar="HOST:PORT", help="改为监听 TCP 端口（调试用）")
+
+    explain = commands.add_parser("explain", help="在终端里显示一个 API 的中文卡片")
+    explain.add_argument("name", help="API 名，如 torch.nn.CrossEntropyLoss、nn.Linear、F.relu、Tensor.view")
+    explain.add_argument("--short", action="store_true", help="只显示悬停时的精简卡片")
+
+    kb = commands.add_parser("kb", help="知识库工具")
+    kb_commands = kb.add_subparsers(dest="kb_command", metavar="KB_COMMAND", required=True)
+    check = kb_commands.add_parser("check", help="校验内置知识库和给定目录，有错误时返回非零")
+    check.add_argument("folders", nargs="*", type=Path, help="额外的知识库目录")
+
+    demo = commands.add_parser("demo", help="启动服务器，对示例文件做一组悬停并打印结果")
+    demo.add_argument("--lines", type=int, default=8, help="每张卡片最多显示多少行")
+    return parser
+
+
+def _configure_logging(verbose: int, log_file: str | None) -> None:
+    level = logging.WARNING - 10 * min(verbose, 2)
+    handler: logging.Handler = logging.FileHandler(log_file) if log_file else logging.StreamHandler(sys.stderr)
+    logging.basicConfig(level=level, handlers=[handler], format="%(asctime)s %(name)s %(levelname)s: %(message)s")
+
+
+def _serve(tcp: str | None) -> int:
+    from torchls.lsp.server import create_server
+
+    server = create_server()
+    if tcp:
+        host, _, port = tcp.rpartition(":")
+        if not host or not port.isdigit():
+            print(f"torchls: --tcp 需要 HOST:PORT 格式，例如 127.0.0.1:2087，实际是 {tcp!r}", file=sys.stderr)
+            return 2
+        server.start_tcp(host, int(port))
+    else:
+        server.start_io()
+    return 0
+
+
+def _explain(name: str, short: bool) -> int:
+    from torchls.kb.base import KnowledgeBase
+    from torchls.kb.render import render_card
+
+    kb = KnowledgeBase.load()
+    entry = kb.lookup(name)
+    for short_prefix, full_prefix in _SHORTHANDS:
+        if entry is not None:
+            break
+        if name.startswith(short_prefix):
+            entry = kb.get(full_prefix + name[len(short_prefix) :])
+    if entry is None:
+        print(f"torchls: 知识库里没有 {name!r} 的条目。", file=sys.stderr)
+        close = difflib.get_close_matches(name, list(kb.entries), n=5, cutoff=0.6)
+        if close:
+            print("你要找的可能是：" + "、".join(close), file=sys.stderr)
+        return 1
+    print(render_card(entry, compact=short))
+    return 0
+
+
+def _kb_check(folders: list[Path]) -> int:
+    from torchls.kb.base import KnowledgeBase, shipped_folder
+
+    kb = KnowledgeBase.from_folders([shipped_folder(), *folders], use_cache=False)
+    for error in kb.errors:
+        print(error)
+    where = "、".join(str(f) for f in kb.folders)
+    print(f"{len(kb)} 个有效条目，{len(kb.errors)} 处问题（{where}）", file=sys.stderr)
+    return 1 if kb.errors else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    _configure_logging(args.verbose, args.log_file)
+    if args.command in (None, "serve"):
+        return _serve(getattr(args, "tcp", None))
+    if args.command == "explain":
+        return _explain(args.name, args.short)
+    if args.command == "kb":
+        return _kb_check(args.folders)
+    if args.command == "demo":
+        from torchls.lsp.demo import main as demo_main
+
+        return demo_main(args.lines)
+    return 2

@@ -1,0 +1,111 @@
+"""Hover: from a position in a document to a Chinese card, fast path first, jedi only when needed.
+
+1. The file's own imports and simple inference (:mod:`torchls.core.names`) name most torch symbols with no
+   jedi at all; the card's live signature comes from the resolver's cache when warm-up has filled it.
+2. Everything else (return values, chained calls, annotations, lines that do not parse) goes to jedi on its
+   worker thread.
+A name that is not torch gets no hover, so torchls coexists with Pylance and other servers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+from torchls.core.names import Target
+from torchls.core.text import Position, Span
+from torchls.docinfo import SymbolDoc
+from torchls.kb.render import render_card, render_fallback, render_param
+from torchls.session import Session
+
+TENSOR = "torch.Tensor"
+
+
+@dataclass(frozen=True, slots=True)
+class HoverResult:
+    markdown: str
+    span: Span | None
+
+
+def is_torch_name(name: str | None) -> bool:
+    return bool(name) and (name == "torch" or name.startswith("torch."))  # type: ignore[union-attr]
+
+
+async def _jedi(session: Session, function, *args):
+    return await asyncio.wrap_future(session.resolver.submit(function, *args))
+
+
+async def _live_doc(session: Session, public_name: str, wait: bool) -> SymbolDoc | None:
+    """The installed torch's view of ``public_name``: from the cache, or from jedi when ``wait``."""
+    cached = session.resolver.cached_doc(public_name)
+    if cached is not None or not wait:
+        if cached is None:  # fill the cache for the next hover without making this one wait
+            session.resolver.submit(session.resolver.describe, public_name)
+        return cached
+    return await _jedi(session, session.resolver.describe, public_name)
+
+
+async def hover(
+    session: Session, uri: str, path: str | None, text: str, version: int | None, position: Position
+) -> HoverResult | None:
+    """The hover card at ``position`` (code points), or None when torchls has nothing to add."""
+    document = session.index(uri, text, version)
+    target = document.index.target_at(position)
+    if target is None and position.line not in document.blanked_lines:
+        return None  # whitespace, a string, a comment, a keyword: nothing to look up
+    if target is not None and target.kind == "keyword":
+        return await _keyword_hover(session, target, text, path)
+    if target is not None and target.qualname is not None:
+        if not is_torch_name(target.qualname):
+            return None
+        if target.kind == "instance" and target.qualname == TENSOR:
+            return None  # a tensor variable: its class card would only be noise
+        return await _name_hover(session, target.qualname, target.kind == "instance", target.span)
+    hit = await _jedi(session, session.resolver.resolve_at, text, path, position.line, position.column)
+    if hit is None or (hit.is_instance and session.kb.public_name(hit.doc.name) == TENSOR):
+        return None
+    span = target.span if target is not None else None
+    entry = session.kb.lookup(hit.doc.name)
+    public = entry.name if entry else session.kb.public_name(hit.doc.name)
+    heading = _instance_heading(public) if hit.is_instance else None
+    if entry is None:
+        return HoverResult(render_fallback(public, hit.doc, heading), span)
+    return HoverResult(render_card(entry, hit.doc, heading=heading), span)
+
+
+def _instance_heading(class_name: str) -> str:
+    return f"*这是 `{class_name}` 的实例，以下是该类的说明。*"
+
+
+async def _name_hover(session: Session, name: str, is_instance: bool, span: Span) -> HoverResult | None:
+    entry = session.kb.lookup(name)
+    if entry is not None:
+        live = await _live_doc(session, entry.name, wait=False)
+        heading = _instance_heading(entry.name) if is_instance else None
+        return HoverResult(render_card(entry, live, heading=heading), span)
+    public = session.kb.public_name(name)
+    live = await _live_doc(session, public, wait=True)
+    if live is None:
+        return None  # not a symbol the installed torch has
+    heading = _instance_heading(public) if is_instance else None
+    return HoverResult(render_fallback(public, live, heading), span)
+
+
+async def _keyword_hover(session: Session, target: Target, text: str, path: str | None) -> HoverResult | None:
+    callee = target.qualname
+    live: SymbolDoc | None = None
+    if not is_torch_name(callee) and target.callee_end is not None:
+        end = target.callee_end
+        hit = await _jedi(session, session.resolver.resolve_at, text, path, end.line, max(end.column - 1, 0))
+        if hit is None:
+            return None
+        callee, live = hit.doc.name, hit.doc
+    if not is_torch_name(callee):
+        return None
+    entry = session.kb.lookup(callee)  # type: ignore[arg-type]
+    owner = entry.name if entry else session.kb.public_name(callee)  # type: ignore[arg-type]
+    has_chinese = entry is not None and entry.param(target.keyword or "") is not None
+    if live is None:
+        live = await _live_doc(session, owner, wait=not has_chinese)
+    markdown = render_param(entry, owner, target.keyword or "", live)
+    return HoverResult(markdown, target.span) if markdown else None

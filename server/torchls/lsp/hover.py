@@ -1,0 +1,33 @@
+"""``textDocument/hover``: convert the position, ask :mod:`torchls.hover`, convert the range back."""
+
+from __future__ import annotations
+
+from lsprotocol import types
+
+from torchls.core.text import SourceText
+from torchls.hover import hover as hover_at
+from torchls.lsp.server import TorchLanguageServer
+
+
+def register(server: TorchLanguageServer) -> None:
+    @server.feature(types.TEXT_DOCUMENT_HOVER)
+    async def on_hover(ls: TorchLanguageServer, params: types.HoverParams) -> types.Hover | None:
+        if ls.session is None:
+            return None
+        document = ls.workspace.get_text_document(params.text_document.uri)
+        source = SourceText(document.source)
+        if not source.has_position(params.position.line, params.position.character, ls.encoding):
+            return None  # past the end of a line or of the document: nothing is there
+        position = source.position_from_units(params.position.line, params.position.character, ls.encoding)
+        result = await hover_at(ls.session, document.uri, document.path, document.source, document.version, position)
+        if result is None:
+            return None
+        hover_range = None
+        if result.span is not None:
+            start = source.units_from_position(result.span.start, ls.encoding)
+            end = source.units_from_position(result.span.end, ls.encoding)
+            hover_range = types.Range(types.Position(*start), types.Position(*end))
+        return types.Hover(
+            contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=result.markdown),
+            range=hover_range,
+        )

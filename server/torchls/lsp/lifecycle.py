@@ -1,0 +1,130 @@
+"""initialize / initialized / configuration changes / shutdown, and the jedi warm-up with ``$/progress``."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+
+from lsprotocol import types
+
+from torchls.lsp.server import TorchLanguageServer
+from torchls.session import Session
+from torchls.settings import Settings, parse_settings
+
+log = logging.getLogger(__name__)
+
+
+def _workspace_root(params: types.InitializeParams) -> str | None:
+    from pygls.uris import to_fs_path
+
+    if params.workspace_folders:
+        return to_fs_path(params.workspace_folders[0].uri)
+    if params.root_uri:
+        return to_fs_path(params.root_uri)
+    return params.root_path
+
+
+def _apply(ls: TorchLanguageServer, raw: object) -> bool:
+    """Apply raw client settings; report problems. True when the jedi environment changed."""
+    assert ls.session is not None
+    settings, problems = parse_settings(raw, ls.session.settings)
+    before = ls.session.resolver
+    problems.extend(ls.session.apply_settings(settings))
+    for problem in problems:
+        ls.show(problem)
+    return ls.session.resolver is not before
+
+
+def _supports_configuration(ls: TorchLanguageServer) -> bool:
+    workspace = ls.client_capabilities.workspace
+    return bool(workspace and workspace.configuration)
+
+
+async def _pull_configuration(ls: TorchLanguageServer) -> object | None:
+    try:
+        result = await ls.workspace_configuration_async(
+            types.ConfigurationParams(items=[types.ConfigurationItem(section="torchls")])
+        )
+    except Exception as error:  # a client that advertises but fails the request: keep current settings
+        log.info("workspace/configuration failed: %s", error)
+        return None
+    return result[0] if result else None
+
+
+async def warm_up(ls: TorchLanguageServer) -> None:
+    """Pay jedi's cold cost in the background, one small step at a time, reporting ``$/progress``."""
+    session = ls.session
+    assert session is not None
+    resolver = session.resolver
+    window = ls.client_capabilities.window
+    token: str | None = None
+    if window and window.work_done_progress:
+        token = f"torchls-warmup-{uuid.uuid4().hex[:8]}"
+        try:
+            await ls.work_done_progress.create_async(token)
+            ls.work_done_progress.begin(
+                token, types.WorkDoneProgressBegin(title="torchls 预热", message="正在读取 torch", percentage=0)
+            )
+        except Exception as error:
+            log.info("client refused a progress token: %s", error)
+            token = None
+    steps = resolver.warm_up_plan(sorted(session.kb.entries))
+    for index, (label, step) in enumerate(steps):
+        if resolver is not session.resolver:
+            break  # the interpreter changed: a new warm-up has started
+        try:
+            await asyncio.wrap_future(resolver.submit(step))
+        except Exception as error:  # executor closed or jedi failure: warm-up is best effort
+            log.info("warm-up step %s failed: %s", label, error)
+            break
+        if token and (index % 10 == 0 or index == len(steps) - 1):
+            ls.work_done_progress.report(
+                token, types.WorkDoneProgressReport(message=label, percentage=(index + 1) * 100 // len(steps))
+            )
+    resolver.warm.set()
+    if resolver.problem and resolver is session.resolver:
+        ls.show(resolver.problem)
+    if token:
+        ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message="torchls 已就绪"))
+
+
+def _start_warm_up(ls: TorchLanguageServer) -> None:
+    task = asyncio.get_running_loop().create_task(warm_up(ls))
+    ls.background_tasks.add(task)
+    task.add_done_callback(ls.background_tasks.discard)
+
+
+def register(server: TorchLanguageServer) -> None:
+    @server.feature(types.INITIALIZE)
+    def on_initialize(ls: TorchLanguageServer, params: types.InitializeParams) -> None:
+        settings, problems = parse_settings(params.initialization_options, Settings())
+        ls.session = Session(settings, workspace_root=_workspace_root(params))
+        # initialize may not send notifications before its response: keep the messages for `initialized`.
+        ls.pending_messages = [*problems, *ls.session.startup_messages]
+
+    @server.feature(types.INITIALIZED)
+    async def on_initialized(ls: TorchLanguageServer, params: types.InitializedParams) -> None:
+        for message in ls.pending_messages:
+            ls.show(message)
+        ls.pending_messages = []
+        if _supports_configuration(ls):
+            pulled = await _pull_configuration(ls)
+            if pulled is not None:
+                _apply(ls, pulled)
+        _start_warm_up(ls)
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
+    async def on_configuration(ls: TorchLanguageServer, params: types.DidChangeConfigurationParams) -> None:
+        if ls.session is None:
+            return
+        raw = params.settings
+        if (not raw or raw == {"torchls": None}) and _supports_configuration(ls):
+            raw = await _pull_configuration(ls)
+        if raw is not None and _apply(ls, raw):
+            _start_warm_up(ls)
+
+    @server.feature(types.SHUTDOWN)
+    def on_shutdown(ls: TorchLanguageServer, params: None) -> None:
+        if ls.session is not None:
+            ls.session.close()

@@ -1,0 +1,95 @@
+"""The state one editor session needs: settings, the knowledge base, the jedi resolver, parsed documents.
+
+The LSP layer owns one Session and calls into it; the session knows nothing about LSP. Applying settings
+returns the Chinese messages the user should see (bad values, broken knowledge files, a missing interpreter).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+from torchls.core.names import ModuleIndex
+from torchls.core.parsing import parse_tolerant
+from torchls.core.text import SourceText
+from torchls.kb.base import KnowledgeBase
+from torchls.resolve import Resolver, check_interpreter
+from torchls.settings import Settings
+
+log = logging.getLogger(__name__)
+_MAX_REPORTED_KB_ERRORS = 5
+
+
+@dataclass(slots=True)
+class _IndexedDocument:
+    version: int | None
+    text: str
+    index: ModuleIndex
+    blanked_lines: frozenset[int]
+
+
+class Session:
+    def __init__(self, settings: Settings | None = None, workspace_root: str | None = None) -> None:
+        self.settings = Settings()
+        self.workspace_root = workspace_root
+        self.kb = KnowledgeBase()
+        self.resolver = Resolver()
+        self._documents: dict[str, _IndexedDocument] = {}
+        self.startup_messages = self.apply_settings(settings or Settings(), force=True)
+
+    # ------------------------------------------------------------------------------------- settings
+
+    def apply_settings(self, settings: Settings, force: bool = False) -> list[str]:
+        """Switch to ``settings``; reload only what changed. Returns messages for the user."""
+        messages: list[str] = []
+        previous, self.settings = self.settings, settings
+        if force or settings.knowledge_paths != previous.knowledge_paths:
+            messages.extend(self.reload_knowledge())
+        if force or settings.interpreter != previous.interpreter:
+            interpreter = settings.interpreter
+            problem = check_interpreter(interpreter)
+            if problem:
+                messages.append(f"{problem}；torchls 改用默认的 Python 环境读取 torch。")
+                interpreter = None
+            self.resolver.close()
+            self.resolver = Resolver(interpreter)
+        return messages
+
+    def knowledge_folders(self) -> list[Path]:
+        folders = []
+        for raw in self.settings.knowledge_paths:
+            path = Path(raw).expanduser()
+            if not path.is_absolute() and self.workspace_root:
+                path = Path(self.workspace_root) / path
+            folders.append(path)
+        return folders
+
+    def reload_knowledge(self) -> list[str]:
+        """Load the shipped and configured knowledge folders; report broken files without losing the rest."""
+        self.kb = KnowledgeBase.load(self.knowledge_folders())
+        errors = self.kb.errors
+        if not errors:
+            return []
+        shown = "\n".join(str(e) for e in errors[:_MAX_REPORTED_KB_ERRORS])
+        hidden = len(errors) - _MAX_REPORTED_KB_ERRORS
+        more = f"\n……另有 {hidden} 处问题" if hidden > 0 else ""
+        return [f"知识库中有 {len(errors)} 处问题，相关条目已跳过，其余条目正常使用：\n{shown}{more}"]
+
+    # ------------------------------------------------------------------------------------ documents
+
+    def index(self, uri: str, text: str, version: int | None) -> _IndexedDocument:
+        """The parsed index of a document version, built once per version."""
+        cached = self._documents.get(uri)
+        if cached is not None and cached.version == version and cached.text == text:
+            return cached
+        parsed = parse_tolerant(text)
+        document = _IndexedDocument(version, text, ModuleIndex(parsed, SourceText(text)), parsed.blanked_lines)
+        self._documents[uri] = document
+        return document
+
+    def forget(self, uri: str) -> None:
+        self._documents.pop(uri, None)
+
+    def close(self) -> None:
+        self.resolver.close()

@@ -1,0 +1,54 @@
+"""Shared helpers for the end-to-end LSP tests: starting the real server and finding positions in text."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from lsprotocol import types
+from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+
+SERVER_COMMAND = [sys.executable, "-m", "torchls", "serve"]
+
+
+def server_config(cache_dir: Path) -> ClientServerConfig:
+    """The real server over stdio, with its knowledge cache in a private folder."""
+    import os
+
+    env = {**os.environ, "TORCHLS_CACHE_DIR": str(cache_dir)}
+    return ClientServerConfig(server_command=SERVER_COMMAND, server_env=env)
+
+
+def utf16_position(text: str, line_contains: str, symbol: str, offset: int = 1) -> types.Position:
+    """The UTF-16 position ``offset`` code points into ``symbol`` on the first line containing ``line_contains``.
+
+    Computed independently of torchls (by encoding the prefix), so the test checks the server's conversion.
+    """
+    lines = text.splitlines()
+    line = next(i for i, content in enumerate(lines) if line_contains in content)
+    start = lines[line].index(symbol, lines[line].index(line_contains))
+    prefix = lines[line][: start + offset]
+    return types.Position(line, len(prefix.encode("utf-16-le")) // 2)
+
+
+async def open_document(client: LanguageClient, uri: str, text: str, version: int = 1) -> None:
+    client.text_document_did_open(
+        types.DidOpenTextDocumentParams(
+            types.TextDocumentItem(uri=uri, language_id="python", version=version, text=text)
+        )
+    )
+
+
+async def hover(client: LanguageClient, uri: str, position: types.Position) -> types.Hover | None:
+    return await client.text_document_hover_async(
+        types.HoverParams(text_document=types.TextDocumentIdentifier(uri), position=position)
+    )
+
+
+def vscode_initialize(root: Path, options: object = None) -> types.InitializeParams:
+    return types.InitializeParams(
+        capabilities=client_capabilities("visual-studio-code"),
+        root_uri=root.as_uri(),
+        workspace_folders=[types.WorkspaceFolder(uri=root.as_uri(), name=root.name)],
+        initialization_options=options,
+    )

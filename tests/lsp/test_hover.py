@@ -1,0 +1,169 @@
+"""Hover end to end: the real server over stdio, real jedi, the installed torch, the shipped knowledge base.
+
+Every symbol sits after Chinese text and an emoji on its own line, so each case also checks that UTF-16
+positions from the client are converted correctly in both directions.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import pytest_lsp
+from lsprotocol import types
+from pytest_lsp import LanguageClient
+
+from torchls.kb.base import KnowledgeBase
+
+from .helpers import hover, open_document, server_config, utf16_position, vscode_initialize
+
+SOURCE = """\
+import os
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch import nn as 神经网络, optim
+from torch.nn import CrossEntropyLoss  # 导入损失函数 🎯
+
+
+class 模型(nn.Module):
+    def __init__(self):
+        super().__init__()
+        说明 = "全连接层 🧱"; self.fc = nn.Linear(128, 10)
+
+    def forward(self, x):
+        说明 = "前向 ➡️"; return self.fc(F.relu(x))
+
+
+说明 = "随机张量 🎲"; x = torch.randn(32, 128)
+说明 = "改形状 🔧"; y = x.view(32, -1)
+说明 = "形状 📐"; print(x.shape)
+说明 = "模块 🧩"; layer = 神经网络.Conv2d(3, 16, 3)
+model = 模型()
+说明 = "优化器 🚀"; optimizer = optim.AdamW(model.parameters(), lr=1e-3)
+说明 = "损失 🎯"; criterion = CrossEntropyLoss(reduction="sum")
+说明 = "另一个 📉"; criterion2 = nn.CrossEntropyLoss(reduction="none")
+loss = criterion(model(x), torch.randint(0, 10, (32,)))
+说明 = "反向传播 ⏪"; loss.backward()
+first, second = torch.chunk(x, 2)
+说明 = "均值 🧪"; print(first.mean())
+说明 = "没有条目 🕳️"; shuffle = nn.PixelUnshuffle(2)
+说明 = "不是 torch 🐍"; os.path.join("a", "b")
+"""
+
+CACHE = Path(__file__).parent / ".cache-unused"
+
+
+@pytest.fixture(scope="module")
+def kb() -> KnowledgeBase:
+    return KnowledgeBase.load(use_cache=False)
+
+
+@pytest_lsp.fixture(config=server_config(Path("/tmp/torchls-test-cache")), scope="module")
+async def client(lsp_client: LanguageClient, tmp_path_factory):
+    root = tmp_path_factory.mktemp("workspace")
+    await lsp_client.initialize_session(vscode_initialize(root))
+    path = root / "example.py"
+    path.write_text(SOURCE, encoding="utf-8")
+    lsp_client.example_uri = path.as_uri()
+    await open_document(lsp_client, lsp_client.example_uri, SOURCE)
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def _hover(client: LanguageClient, line_contains: str, symbol: str) -> types.Hover | None:
+    return await hover(client, client.example_uri, utf16_position(SOURCE, line_contains, symbol))
+
+
+def _assert_card(result: types.Hover | None, kb: KnowledgeBase, name: str) -> str:
+    assert result is not None, f"no hover for {name}"
+    value = result.contents.value
+    entry = kb.get(name)
+    assert entry is not None, f"the shipped knowledge base has no entry {name}"
+    assert entry.summary in value, f"the card for {name} is not its entry:\n{value[:400]}"
+    assert "避坑" in value, "pitfalls always show"
+    return value
+
+
+CASES = [
+    # (line contains, symbol, expected entry)
+    ("x = torch.randn(32, 128)", "randn", "torch.randn"),
+    ("self.fc = nn.Linear(128, 10)", "Linear", "torch.nn.Linear"),
+    ("layer = 神经网络.Conv2d", "Conv2d", "torch.nn.Conv2d"),
+    ("from torch.nn import CrossEntropyLoss", "CrossEntropyLoss", "torch.nn.CrossEntropyLoss"),
+    ('criterion = CrossEntropyLoss(reduction="sum")', "CrossEntropyLoss", "torch.nn.CrossEntropyLoss"),
+    ("return self.fc(F.relu(x))", "relu", "torch.nn.functional.relu"),
+    ("y = x.view(32, -1)", "view", "torch.Tensor.view"),
+    ("print(x.shape)", "shape", "torch.Tensor.shape"),
+    ("return self.fc(F.relu(x))", "fc", "torch.nn.Linear"),
+    ("optimizer = optim.AdamW", "AdamW", "torch.optim.AdamW"),
+    ("loss.backward()", "backward", "torch.Tensor.backward"),
+    ("optimizer = optim.AdamW", "parameters", "torch.nn.Module.parameters"),
+    ("print(first.mean())", "mean", "torch.Tensor.mean"),  # only jedi knows what torch.chunk returns
+]
+
+
+@pytest.mark.parametrize(("line_contains", "symbol", "expected"), CASES, ids=[c[2] + ":" + c[1] for c in CASES])
+async def test_hover_shows_the_chinese_card(client: LanguageClient, kb, line_contains, symbol, expected):
+    result = await _hover(client, line_contains, symbol)
+    _assert_card(result, kb, expected)
+    # The range is the symbol itself, in UTF-16 units, after the Chinese text and emoji.
+    start = utf16_position(SOURCE, line_contains, symbol, offset=0)
+    assert result.range is not None
+    assert result.range.start == start
+    assert result.range.end.character - start.character == len(symbol)
+
+
+async def test_card_shows_the_installed_signature(client: LanguageClient):
+    result = await _hover(client, "self.fc = nn.Linear(128, 10)", "Linear")
+    assert "torch.nn.Linear(in_features" in result.contents.value
+
+
+async def test_instance_card_says_it_is_an_instance(client: LanguageClient):
+    result = await _hover(client, "return self.fc(F.relu(x))", "fc")
+    assert "实例" in result.contents.value
+
+
+@pytest.mark.parametrize(
+    "line_contains", ['CrossEntropyLoss(reduction="sum")', 'nn.CrossEntropyLoss(reduction="none")']
+)
+async def test_keyword_argument_shows_that_parameter(client: LanguageClient, kb, line_contains):
+    result = await _hover(client, line_contains, "reduction")
+    assert result is not None
+    param = kb.get("torch.nn.CrossEntropyLoss").param("reduction")
+    assert param.desc in result.contents.value
+    assert "`reduction`" in result.contents.value
+
+
+async def test_import_alias_segment_is_the_module(client: LanguageClient):
+    result = await _hover(client, "import torch.nn.functional as F", "functional")
+    # torch.nn.functional has no entry: the English docstring with the hint, never an empty hover.
+    assert result is not None
+    assert "torch.nn.functional" in result.contents.value
+
+
+async def test_symbol_without_entry_gets_english_original(client: LanguageClient, kb):
+    assert kb.lookup("torch.nn.PixelUnshuffle") is None, "pick another symbol: this one has an entry now"
+    result = await _hover(client, "shuffle = nn.PixelUnshuffle(2)", "PixelUnshuffle")
+    assert result is not None
+    value = result.contents.value
+    assert "English original" in value and "暂无中文条目" in value
+    assert "downscale_factor" in value  # the installed torch's real signature and docstring
+
+
+@pytest.mark.parametrize(
+    ("line_contains", "symbol"),
+    [
+        ('os.path.join("a", "b")', "join"),
+        ('os.path.join("a", "b")', "os"),
+        ('说明 = "随机张量', "说明"),
+        ("model = 模型()", "model"),
+    ],
+)
+async def test_non_torch_symbol_gets_no_hover(client: LanguageClient, line_contains, symbol):
+    assert await _hover(client, line_contains, symbol) is None
+
+
+async def test_comment_and_string_get_no_hover(client: LanguageClient):
+    assert await _hover(client, "# 导入损失函数", "损失") is None
+    assert await _hover(client, '说明 = "形状 📐"', "形状") is None

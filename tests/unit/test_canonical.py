@@ -1,0 +1,35 @@
+from __future__ import annotations
+
+import pytest
+
+from torchls.kb.canonical import candidates
+
+
+@pytest.mark.parametrize(
+    ("jedi_name", "public"),
+    [
+        ("torch._C.TensorBase.view", "torch.Tensor.view"),
+        ("torch._tensor.Tensor.backward", "torch.Tensor.backward"),
+        ("torch._C._VariableFunctions.cat", "torch.cat"),
+        ("torch.nn.modules.loss.CrossEntropyLoss", "torch.nn.CrossEntropyLoss"),
+        ("torch.optim.adamw.AdamW", "torch.optim.AdamW"),
+        ("torch.autograd.grad_mode.no_grad", "torch.no_grad"),
+        ("torch.nn.modules.module.Module.parameters", "torch.nn.Module.parameters"),
+        ("torch.optim.adamw.AdamW.step", "torch.optim.Optimizer.step"),
+        ("torch.serialization.save", "torch.save"),
+        ("torch.utils.data.dataloader.DataLoader", "torch.utils.data.DataLoader"),
+        ("torch._C.float32", "torch.float32"),
+        ("torch.nn.parameter.Parameter", "torch.nn.Parameter"),
+    ],
+)
+def test_candidates_reach_the_public_name(jedi_name, public):
+    assert public in candidates(jedi_name)
+
+
+def test_public_namespace_functions_are_not_shortened():
+    # F.relu must never be confused with torch.relu.
+    assert candidates("torch.nn.functional.relu") == ["torch.nn.functional.relu"]
+
+
+def test_the_name_itself_comes_first():
+    assert candidates("torch.nn.modules.loss.CrossEntropyLoss")[0] == "torch.nn.modules.loss.CrossEntropyLoss"
