@@ -31,8 +31,23 @@ def is_torch_name(name: str | None) -> bool:
     return bool(name) and (name == "torch" or name.startswith("torch."))  # type: ignore[union-attr]
 
 
+# While jedi is still reading torch (seconds, once per start), a hover waits at most this long for it, so the
+# editor is never left hanging; the answer is cached and the next hover gets it.
+COLD_WAIT_SECONDS = 0.8
+
+
+class JediNotReady(Exception):
+    """jedi is still warming up and did not answer within :data:`COLD_WAIT_SECONDS`."""
+
+
 async def _jedi(session: Session, function, *args):
-    return await asyncio.wrap_future(session.resolver.submit(function, *args))
+    future = asyncio.wrap_future(session.resolver.submit(function, *args))
+    if session.resolver.warm.is_set():
+        return await future
+    try:
+        return await asyncio.wait_for(asyncio.shield(future), COLD_WAIT_SECONDS)
+    except TimeoutError as timeout:
+        raise JediNotReady from timeout
 
 
 async def _live_doc(session: Session, public_name: str, wait: bool) -> SymbolDoc | None:
@@ -61,7 +76,10 @@ async def hover(
         if target.kind == "instance" and target.qualname == TENSOR:
             return None  # a tensor variable: its class card would only be noise
         return await _name_hover(session, target.qualname, target.kind == "instance", target.span)
-    hit = await _jedi(session, session.resolver.resolve_at, text, path, position.line, position.column)
+    try:
+        hit = await _jedi(session, session.resolver.resolve_at, text, path, position.line, position.column)
+    except JediNotReady:
+        return None
     if hit is None or (hit.is_instance and session.kb.public_name(hit.doc.name) == TENSOR):
         return None
     span = target.span if target is not None else None
@@ -84,7 +102,11 @@ async def _name_hover(session: Session, name: str, is_instance: bool, span: Span
         heading = _instance_heading(entry.name) if is_instance else None
         return HoverResult(render_card(entry, live, heading=heading), span)
     public = session.kb.public_name(name)
-    live = await _live_doc(session, public, wait=True)
+    try:
+        live = await _live_doc(session, public, wait=True)
+    except JediNotReady:
+        loading = f"**{public}** — 暂无中文条目；torch 自带的英文文档还在加载（jedi 预热中），请稍后再悬停。"
+        return HoverResult(loading, span)
     if live is None:
         return None  # not a symbol the installed torch has
     heading = _instance_heading(public) if is_instance else None
@@ -96,7 +118,10 @@ async def _keyword_hover(session: Session, target: Target, text: str, path: str 
     live: SymbolDoc | None = None
     if not is_torch_name(callee) and target.callee_end is not None:
         end = target.callee_end
-        hit = await _jedi(session, session.resolver.resolve_at, text, path, end.line, max(end.column - 1, 0))
+        try:
+            hit = await _jedi(session, session.resolver.resolve_at, text, path, end.line, max(end.column - 1, 0))
+        except JediNotReady:
+            return None
         if hit is None:
             return None
         callee, live = hit.doc.name, hit.doc
@@ -106,6 +131,9 @@ async def _keyword_hover(session: Session, target: Target, text: str, path: str 
     owner = entry.name if entry else session.kb.public_name(callee)  # type: ignore[arg-type]
     has_chinese = entry is not None and entry.param(target.keyword or "") is not None
     if live is None:
-        live = await _live_doc(session, owner, wait=not has_chinese)
+        try:
+            live = await _live_doc(session, owner, wait=not has_chinese)
+        except JediNotReady:
+            live = None
     markdown = render_param(entry, owner, target.keyword or "", live)
     return HoverResult(markdown, target.span) if markdown else None

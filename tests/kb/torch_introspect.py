@@ -8,9 +8,10 @@ from __future__ import annotations
 import importlib
 import inspect
 import re
+import typing
 from typing import Any
 
-_DOC_SIGNATURE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_.]*)\((.*)\)\s*(->.*)?$")
+_DOC_SIGNATURE = re.compile(r"^\s*(?:\.\. (?:method|function):: )?([A-Za-z_][A-Za-z0-9_.]*)\(")
 _MISSING = object()
 
 
@@ -49,6 +50,17 @@ def _params_from_text(text: str) -> list[str]:
     return names
 
 
+def _balanced(text: str) -> str:
+    """The text up to the parenthesis that closes an already opened one."""
+    depth = 1
+    for index, char in enumerate(text):
+        depth += char in "([{"
+        depth -= char in ")]}"
+        if depth == 0:
+            return text[:index]
+    return text
+
+
 def installed_parameters(name: str) -> set[str] | None:
     """Parameter names of a callable in the installed torch (all overloads together); None if not callable."""
     obj = resolve_object(name)
@@ -60,10 +72,20 @@ def installed_parameters(name: str) -> set[str] | None:
         found.update(p for p in signature.parameters if p not in ("self",))
     except (TypeError, ValueError):
         pass
-    # Built-ins (torch.randn, Tensor.view) have no inspectable signature; their docstrings start with them.
+    # Classes such as nn.LSTM declare their real constructor arguments only in typed ``@overload``s.
+    init = getattr(obj, "__init__", None) if inspect.isclass(obj) else None
+    get_overloads = getattr(typing, "get_overloads", lambda function: [])  # Python 3.11+
+    for overload in get_overloads(init) if inspect.isfunction(init) else ():
+        found.update(p for p in inspect.signature(overload).parameters if p != "self")
+    # Built-ins (torch.randn, Tensor.view) have no inspectable signature; their docstrings start with them, and
+    # overloads are spelled ``.. method:: to(dtype, non_blocking=False)`` / ``.. function::`` further down.
     doc = inspect.getdoc(obj) or ""
-    for line in doc.splitlines()[:12]:
-        match = _DOC_SIGNATURE.match(line)
-        if match and match.group(1).split(".")[-1] == name.split(".")[-1]:
-            found.update(_params_from_text(match.group(2)))
+    lines = doc.splitlines()
+    starts = [i for i, line in enumerate(lines) if i < 12 or ".. method::" in line or ".. function::" in line]
+    for index in starts:
+        match = _DOC_SIGNATURE.match(lines[index])
+        if match and match.group(1).split(".")[-1] in (name.split(".")[-1], "__init__"):
+            # A long signature may continue on the next lines.
+            following = "\n".join([lines[index][match.end() :], *lines[index + 1 : index + 6]])
+            found.update(_params_from_text(_balanced(following)))
     return found

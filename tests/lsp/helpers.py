@@ -52,3 +52,17 @@ def vscode_initialize(root: Path, options: object = None) -> types.InitializePar
         workspace_folders=[types.WorkspaceFolder(uri=root.as_uri(), name=root.name)],
         initialization_options=options,
     )
+
+
+async def wait_until_warm(client: LanguageClient, timeout: float = 180.0) -> list:
+    """Wait for the server's warm-up ``$/progress`` to end; returns that token's reports."""
+    import asyncio
+
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        for reports in client.progress_reports.values():
+            if reports and isinstance(reports[-1], types.WorkDoneProgressEnd):
+                return reports
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError("the server never finished warming up")
+        await asyncio.sleep(0.1)

@@ -15,7 +15,7 @@ from pytest_lsp import LanguageClient
 
 from torchls.kb.base import KnowledgeBase
 
-from .helpers import hover, open_document, server_config, utf16_position, vscode_initialize
+from .helpers import hover, open_document, server_config, utf16_position, vscode_initialize, wait_until_warm
 
 SOURCE = """\
 import os
@@ -51,8 +51,6 @@ first, second = torch.chunk(x, 2)
 说明 = "不是 torch 🐍"; os.path.join("a", "b")
 """
 
-CACHE = Path(__file__).parent / ".cache-unused"
-
 
 @pytest.fixture(scope="module")
 def kb() -> KnowledgeBase:
@@ -67,6 +65,8 @@ async def client(lsp_client: LanguageClient, tmp_path_factory):
     path.write_text(SOURCE, encoding="utf-8")
     lsp_client.example_uri = path.as_uri()
     await open_document(lsp_client, lsp_client.example_uri, SOURCE)
+    # Cases that need jedi must not race its cold start (a hover waits at most 0.8 s for it).
+    lsp_client.warm_up_reports = await wait_until_warm(lsp_client)
     yield
     await lsp_client.shutdown_session()
 
@@ -112,6 +112,13 @@ async def test_hover_shows_the_chinese_card(client: LanguageClient, kb, line_con
     assert result.range is not None
     assert result.range.start == start
     assert result.range.end.character - start.character == len(symbol)
+
+
+async def test_warm_up_reports_progress(client: LanguageClient):
+    begin, *middle, end = client.warm_up_reports
+    assert isinstance(begin, types.WorkDoneProgressBegin) and begin.title == "torchls 预热"
+    assert isinstance(end, types.WorkDoneProgressEnd)
+    assert any("读取签名" in (report.message or "") for report in middle)
 
 
 async def test_card_shows_the_installed_signature(client: LanguageClient):

@@ -8,9 +8,32 @@ positions intact) and the rest is parsed again.
 from __future__ import annotations
 
 import ast
+import sys
+import threading
 from dataclasses import dataclass, field
 
 _MAX_REPAIRS = 25
+_AST_LOCK = threading.RLock()
+
+
+def serialize_ast_parsing() -> None:
+    """Make ``ast.parse`` safe to call from two threads at once (idempotent).
+
+    CPython before 3.13 keeps the AST-conversion recursion counter in shared state, so two threads parsing at
+    the same moment fail with ``SystemError: AST constructor recursion depth mismatch`` (CPython gh-106905).
+    The server parses on the event loop while jedi calls ``ast.literal_eval`` (which uses ``ast.parse``) on its
+    worker thread, so the server installs this lock around ``ast.parse`` at start-up.
+    """
+    if sys.version_info >= (3, 13) or getattr(ast.parse, "_torchls_locked", False):
+        return
+    unlocked = ast.parse
+
+    def locked_parse(*args, **kwargs):  # type: ignore[no-untyped-def]
+        with _AST_LOCK:
+            return unlocked(*args, **kwargs)
+
+    locked_parse._torchls_locked = True  # type: ignore[attr-defined]
+    ast.parse = locked_parse  # type: ignore[assignment]
 
 
 @dataclass(slots=True)
@@ -23,9 +46,16 @@ class ParsedSource:
 
 
 def _blank(lines: list[str], index: int) -> bool:
+    """Neutralise a broken line. A broken block header (``def f(:``) becomes ``if True:`` at the same indent,
+    so the block under it still parses; any other line becomes empty."""
     if not 0 <= index < len(lines) or not lines[index].strip():
         return False
-    lines[index] = ""
+    line = lines[index]
+    stripped = line.split("#", 1)[0].rstrip()
+    if stripped.endswith(":") and stripped.strip() != "if True:":
+        lines[index] = line[: len(line) - len(line.lstrip())] + "if True:"
+    else:
+        lines[index] = ""
     return True
 
 

@@ -19,6 +19,7 @@ KIND_LABELS = {
     "module": "模块",
 }
 _MAX_OVERLOADS = 2
+_MAX_HOVER_PARAMS = 8
 _MAX_EXAMPLE_LINES = 18
 _MAX_ENGLISH_DOC = 1800
 _MAX_ENGLISH_PARAM = 220
@@ -81,8 +82,19 @@ def _params_section(entry: Entry, live: SymbolDoc | None) -> list[str]:
     return ["**参数**", *lines] if lines else []
 
 
+def _pitfalls_section(entry: Entry) -> str | None:
+    if not entry.pitfalls:
+        return None
+    pitfalls = [f"- {p.text}" + (f"（`{p.rule}`）" if p.rule else "") for p in entry.pitfalls]
+    return "\n".join(["**⚠️ 避坑**", *pitfalls])
+
+
 def render_card(entry: Entry, live: SymbolDoc | None = None, compact: bool = True, heading: str | None = None) -> str:
-    """The Chinese card of ``entry``; ``live`` (from jedi) supplies the installed torch's real signature."""
+    """The Chinese card of ``entry``; ``live`` (from jedi) supplies the installed torch's real signature.
+
+    ``compact`` (hover): the pitfalls come right after the summary so they are never scrolled away, the
+    description is its first paragraph, at most :data:`_MAX_HOVER_PARAMS` parameters and one example show.
+    """
     parts: list[str] = []
     if heading:
         parts.append(heading)
@@ -92,16 +104,22 @@ def render_card(entry: Entry, live: SymbolDoc | None = None, compact: bool = Tru
     parts.append(f"**{entry.name}** · {KIND_LABELS.get(entry.kind, entry.kind)}：{entry.summary}")
     if entry.description:
         parts.append(_first_paragraph(entry.description) if compact else entry.description.strip())
+    pitfalls = _pitfalls_section(entry)
+    if compact and pitfalls:
+        parts.append(pitfalls)
     params = _params_section(entry, live)
+    if compact and len(params) > _MAX_HOVER_PARAMS + 1:
+        hidden = len(params) - 1 - _MAX_HOVER_PARAMS
+        more = f"- ……另有 {hidden} 个参数，悬停在参数名上或用 `torchls explain` 查看"
+        params = [*params[: _MAX_HOVER_PARAMS + 1], more]
     if params:
         parts.append("\n".join(params))
     if entry.shapes:
         parts.append("\n".join(["**形状**", *(f"- `{name}`：{text}" for name, text in entry.shapes)]))
     if entry.returns:
         parts.append(f"**返回**：{entry.returns}")
-    if entry.pitfalls:
-        pitfalls = [f"- {p.text}" + (f"（`{p.rule}`）" if p.rule else "") for p in entry.pitfalls]
-        parts.append("\n".join(["**⚠️ 避坑**", *pitfalls]))
+    if not compact and pitfalls:
+        parts.append(pitfalls)
     for example in entry.examples[:1] if compact else entry.examples:
         code = example.code.rstrip().splitlines()
         if compact and len(code) > _MAX_EXAMPLE_LINES:

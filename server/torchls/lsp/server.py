@@ -34,7 +34,10 @@ class TorchLanguageServer(LanguageServer):
 
 
 def create_server() -> TorchLanguageServer:
+    from torchls.core.parsing import serialize_ast_parsing
     from torchls.lsp import documents, hover, lifecycle
+
+    serialize_ast_parsing()  # the event loop and the jedi thread both parse Python
 
     server = TorchLanguageServer()
     for feature in (lifecycle, documents, hover):

@@ -1,0 +1,217 @@
+"""Hover benchmark: start a language server, open real PyTorch files, hover every torch symbol in them.
+
+Prints, per server: time to the ``initialize`` response, the first hover after ``initialized`` (cold), warm
+hover latency p50/p95/max, how many hovers returned something, and the server's peak memory (VmHWM of the
+server process and, separately, of its child processes such as jedi's environment helper).
+
+    python bench/hover_bench.py                          # torchls on 12 timm files
+    python bench/hover_bench.py --compare jedi-language-server
+    python bench/hover_bench.py --corpus .corpus --package diffusers --files 20
+
+"Torch symbols" are the names that resolve to ``torch.*`` through the file's own imports (``torch.cat``,
+``nn.Conv2d``, ``F.relu``, ``from torch.nn import Linear``), found with Python's ``ast``; each is hovered at
+its last identifier. The same positions go to every server, so the figures compare like with like.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import asyncio
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from lsprotocol import types
+from pygls.lsp.client import LanguageClient
+
+ROOT = Path(__file__).resolve().parent.parent
+SERVERS = {
+    "torchls": [sys.executable, "-m", "torchls", "serve"],
+    "jedi-language-server": [str(Path(sys.executable).with_name("jedi-language-server"))],
+}
+
+
+@dataclass
+class Result:
+    server: str
+    initialize_ms: float = 0.0
+    first_hover_ms: float = 0.0
+    warm_ms: list[float] = field(default_factory=list)
+    answered: int = 0
+    total: int = 0
+    rss_server_mb: float = 0.0
+    rss_children_mb: float = 0.0
+
+
+def torch_positions(text: str) -> list[tuple[int, int]]:
+    """(line, UTF-16 column) at the start of the last identifier of every torch reference."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return []
+    aliases: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] == "torch":
+                    aliases[alias.asname or "torch"] = alias.name if alias.asname else "torch"
+        elif isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").split(".")[0] == "torch":
+            for alias in node.names:
+                aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+
+    def qualify(expr: ast.expr) -> str | None:
+        if isinstance(expr, ast.Name):
+            return aliases.get(expr.id)
+        if isinstance(expr, ast.Attribute):
+            base = qualify(expr.value)
+            return f"{base}.{expr.attr}" if base else None
+        return None
+
+    lines = text.splitlines()
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute | ast.Name) and isinstance(node.ctx, ast.Load) and qualify(node):
+            line = (node.end_lineno or node.lineno) - 1
+            name = node.attr if isinstance(node, ast.Attribute) else node.id
+            end = len(lines[line].encode("utf-8")[: node.end_col_offset].decode("utf-8", "replace"))
+            start = end - len(name)
+            found.add((line, len(lines[line][:start].encode("utf-16-le")) // 2))
+    # Only the outermost attribute of a chain is a separate symbol worth a hover; inner ones are too, keep all.
+    return sorted(found)
+
+
+def _vm_hwm_mb(pid: int) -> float:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        out = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True, check=False).stdout
+    except FileNotFoundError:
+        return []
+    pids = [int(p) for p in out.split()]
+    return pids + [grand for child in pids for grand in _children(child)]
+
+
+def percentile(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))
+    return ordered[index]
+
+
+async def run_server(name: str, command: list[str], files: list[Path], workspace: Path) -> Result:
+    result = Result(name)
+    client = LanguageClient("torchls-bench", "1")
+    env = {**os.environ, "TORCHLS_CACHE_DIR": os.environ.get("TORCHLS_CACHE_DIR", str(ROOT / ".bench-cache"))}
+    started = time.perf_counter()
+    await client.start_io(*command, env=env)
+    options = {"workspace": {"environmentPath": sys.executable}} if name == "jedi-language-server" else None
+    await client.initialize_async(
+        types.InitializeParams(
+            capabilities=types.ClientCapabilities(
+                text_document=types.TextDocumentClientCapabilities(
+                    hover=types.HoverClientCapabilities(content_format=[types.MarkupKind.Markdown])
+                )
+            ),
+            root_uri=workspace.as_uri(),
+            initialization_options=options,
+        )
+    )
+    result.initialize_ms = (time.perf_counter() - started) * 1000
+    client.initialized(types.InitializedParams())
+    first = True
+    for path in files:
+        text = path.read_text(encoding="utf-8")
+        uri = path.as_uri()
+        client.text_document_did_open(types.DidOpenTextDocumentParams(types.TextDocumentItem(uri, "python", 1, text)))
+        for line, character in torch_positions(text):
+            began = time.perf_counter()
+            hover = await client.text_document_hover_async(
+                types.HoverParams(types.TextDocumentIdentifier(uri), types.Position(line, character))
+            )
+            elapsed = (time.perf_counter() - began) * 1000
+            if first:
+                result.first_hover_ms = elapsed
+                first = False
+            else:
+                result.warm_ms.append(elapsed)
+            result.total += 1
+            result.answered += hover is not None
+        client.text_document_did_close(types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(uri)))
+    server_pid = client._server.pid
+    result.rss_server_mb = _vm_hwm_mb(server_pid)
+    result.rss_children_mb = sum(_vm_hwm_mb(child) for child in _children(server_pid))
+    await client.shutdown_async(None)
+    client.exit(None)
+    await client.stop()
+    return result
+
+
+def print_table(results: list[Result]) -> None:
+    header = (
+        f"{'server':<22}{'init ms':>9}{'1st hover':>11}{'p50 ms':>9}{'p95 ms':>9}{'max ms':>9}"
+        f"{'hovers':>9}{'answered':>10}{'RSS MB':>9}{'+children':>11}"
+    )
+    print(header)
+    print("-" * len(header))
+    for r in results:
+        print(
+            f"{r.server:<22}{r.initialize_ms:>9.0f}{r.first_hover_ms:>11.0f}{percentile(r.warm_ms, 50):>9.1f}"
+            f"{percentile(r.warm_ms, 95):>9.1f}{max(r.warm_ms, default=float('nan')):>9.0f}{r.total:>9}"
+            f"{r.answered:>10}{r.rss_server_mb:>9.0f}{r.rss_children_mb:>11.0f}"
+        )
+    if len(results) == 2 and results[0].warm_ms and results[1].warm_ms:
+        a, b = results
+        ratio = percentile(b.warm_ms, 95) / max(percentile(a.warm_ms, 95), 1e-9)
+        print(f"\nwarm p95: {b.server} / {a.server} = {ratio:.1f}x")
+
+
+def pick_files(corpus: Path, package: str, count: int) -> list[Path]:
+    candidates = sorted((corpus / package).rglob("*.py"))
+    scored = []
+    for path in candidates:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        positions = len(torch_positions(text))
+        if positions:
+            scored.append((positions, path))
+    # The files with the most torch symbols, in a stable order: real model code, not thin wrappers.
+    scored.sort(key=lambda item: (-item[0], str(item[1])))
+    return sorted(path for _, path in scored[:count])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--corpus", type=Path, default=ROOT / ".corpus", help="output of real-corpus.sh")
+    parser.add_argument("--package", default="timm")
+    parser.add_argument("--files", type=int, default=12)
+    parser.add_argument("--compare", choices=sorted(set(SERVERS) - {"torchls"}), help="also run this server")
+    args = parser.parse_args()
+    if not (args.corpus / args.package).is_dir():
+        print(f"no corpus at {args.corpus}; run: bash ../shared/tools/real-corpus.sh {args.corpus}", file=sys.stderr)
+        return 2
+    files = pick_files(args.corpus, args.package, args.files)
+    symbols = sum(len(torch_positions(p.read_text(encoding="utf-8"))) for p in files)
+    print(f"{len(files)} files from {args.package}, {symbols} torch symbols, python {sys.executable}\n")
+    names = ["torchls"] + ([args.compare] if args.compare else [])
+    results = [asyncio.run(run_server(name, SERVERS[name], files, args.corpus / args.package)) for name in names]
+    print_table(results)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,60 @@
+"""The command line, run as a user runs it: a subprocess of the installed console script's module."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from torchls.kb.base import KnowledgeBase
+
+
+def torchls(*args: str, cwd=None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "torchls", *args], capture_output=True, text=True, encoding="utf-8", cwd=cwd, timeout=120
+    )
+
+
+@pytest.mark.parametrize("spelling", ["torch.nn.CrossEntropyLoss", "nn.CrossEntropyLoss", "CrossEntropyLoss"])
+def test_explain_prints_the_full_card(spelling):
+    entry = KnowledgeBase.load(use_cache=False).get("torch.nn.CrossEntropyLoss")
+    result = torchls("explain", spelling)
+    assert result.returncode == 0, result.stderr
+    assert entry.summary in result.stdout
+    assert "避坑" in result.stdout
+    # The terminal card has every example, the hover card only the first.
+    assert all(example.title in result.stdout for example in entry.examples)
+
+
+def test_explain_unknown_name_suggests_close_matches():
+    result = torchls("explain", "torch.nn.CrossEntropyLos")
+    assert result.returncode == 1
+    assert "没有" in result.stderr and "torch.nn.CrossEntropyLoss" in result.stderr
+
+
+def test_kb_check_passes_on_the_shipped_knowledge():
+    result = torchls("kb", "check")
+    assert result.returncode == 0, result.stdout
+    assert "个有效条目，0 处问题" in result.stderr
+
+
+def test_kb_check_reports_file_and_line_and_fails(tmp_path):
+    bad = tmp_path / "torch" / "nn" / "Linear.yaml"
+    bad.parent.mkdir(parents=True)
+    bad.write_text("name: torch.nn.Linear\nkind: clas\nsummary: 线性层。\n", encoding="utf-8")
+    result = torchls("kb", "check", str(tmp_path))
+    assert result.returncode == 1
+    assert f"{bad}:2: `kind` 应为" in result.stdout
+
+
+def test_bad_tcp_address_is_explained():
+    result = torchls("serve", "--tcp", "nonsense")
+    assert result.returncode == 2
+    assert "HOST:PORT" in result.stderr
+    assert result.stdout == ""
+
+
+def test_version():
+    result = torchls("--version")
+    assert result.returncode == 0 and result.stdout.startswith("torchls ")
