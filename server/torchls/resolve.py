@@ -19,11 +19,15 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any, TypeVar
-
-import jedi
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from torchls.docinfo import SymbolDoc, parse_param_docs
+
+if TYPE_CHECKING:
+    import jedi
+
+# jedi is imported where it is first used, on the jedi thread: importing it costs ~0.1 s that the `initialize`
+# response should not wait for.
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -69,6 +73,8 @@ def find_environment(interpreter: str | None) -> Any:
 
     Raises :class:`EnvironmentProblem` with a Chinese message when the interpreter is missing or broken.
     """
+    import jedi
+
     if not interpreter:
         return jedi.get_default_environment()
     path = _interpreter_path(interpreter)
@@ -146,6 +152,8 @@ class Resolver:
     def environment(self) -> Any:
         """The jedi environment; a broken interpreter falls back to the default one and sets ``problem``."""
         if self._environment is None:
+            import jedi
+
             try:
                 self._environment = find_environment(self.interpreter)
             except EnvironmentProblem as problem:
@@ -154,6 +162,8 @@ class Resolver:
         return self._environment
 
     def _script(self, text: str, path: str | None) -> jedi.Script:
+        import jedi
+
         return jedi.Script(text, path=path, environment=self.environment())
 
     def warm_up_plan(self, names: Iterable[str] = ()) -> list[tuple[str, Callable[[], object]]]:

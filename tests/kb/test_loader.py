@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from torchls.kb import cache
+from torchls.kb import cache, loader
 from torchls.kb.base import KnowledgeBase
 from torchls.kb.loader import load_folder
 
@@ -97,7 +97,7 @@ def test_cache_is_used_and_invalidated_by_edits(tmp_path, monkeypatch):
     assert list((tmp_path / "cache").glob("kb-*.pickle"))
 
     calls = []
-    monkeypatch.setattr(cache, "load_folder", lambda r: calls.append(r) or ({}, []))
+    monkeypatch.setattr(loader, "load_folder", lambda r: calls.append(r) or ({}, []))
     assert cache.load_folder_cached(root)[0]["torch.stack"].summary == "第一版。"
     assert calls == [], "an unchanged folder must come from the cache"
 

@@ -9,7 +9,6 @@ from pathlib import Path
 
 from torchls.kb import canonical
 from torchls.kb.cache import load_folder_cached
-from torchls.kb.loader import load_folder
 from torchls.kb.schema import Entry, KbError
 
 
@@ -49,7 +48,12 @@ class KnowledgeBase:
     def from_folders(cls, folders: Iterable[Path], use_cache: bool = True) -> KnowledgeBase:
         base = cls(folders=tuple(folders))
         for folder in base.folders:
-            entries, errors = load_folder_cached(folder) if use_cache else load_folder(folder)
+            if use_cache:
+                entries, errors = load_folder_cached(folder)
+            else:
+                from torchls.kb.loader import load_folder
+
+                entries, errors = load_folder(folder)
             base.entries.update(entries)
             base.errors.extend(errors)
         base._index()

@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 from torchls import __version__
-from torchls.kb.loader import file_manifest, iter_yaml_files, load_folder
+from torchls.kb.files import file_manifest, iter_yaml_files
 from torchls.kb.schema import Entry, KbError
 
 log = logging.getLogger(__name__)
@@ -53,6 +53,8 @@ def load_folder_cached(root: Path) -> tuple[dict[str, Entry], list[KbError]]:
         pass
     except Exception as error:  # a corrupt or foreign cache file must never stop the server
         log.info("ignoring knowledge cache %s: %s", path, error)
+    from torchls.kb.loader import load_folder  # PyYAML only when something must be parsed
+
     entries, errors = load_folder(root)
     _write(path, {"format": CACHE_FORMAT, "manifest": manifest, "entries": entries, "errors": errors})
     return entries, errors

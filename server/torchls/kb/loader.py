@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import logging
-import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from torchls.kb.files import expected_name, iter_yaml_files
 from torchls.kb.schema import Entry, KbError, validate_entry
 
 log = logging.getLogger(__name__)
@@ -65,21 +65,6 @@ _LineLoader.add_constructor("tag:yaml.org,2002:map", _construct_map)
 _LineLoader.add_constructor("tag:yaml.org,2002:seq", _construct_seq)
 
 
-def expected_name(path: Path, root: Path) -> str:
-    """The API name a file's place in a knowledge folder implies: ``torch/nn/Linear.yaml`` -> ``torch.nn.Linear``."""
-    relative = path.relative_to(root).with_suffix("")
-    return ".".join(relative.parts)
-
-
-def iter_yaml_files(root: Path) -> Iterator[Path]:
-    """All ``*.yaml``/``*.yml`` files under ``root``, sorted, skipping hidden folders."""
-    for directory, folders, files in os.walk(root):
-        folders[:] = sorted(f for f in folders if not f.startswith("."))
-        for name in sorted(files):
-            if name.endswith((".yaml", ".yml")) and not name.startswith("."):
-                yield Path(directory) / name
-
-
 def load_file(path: Path, root: Path) -> tuple[Entry | None, list[KbError]]:
     """Load and validate one entry file."""
     shown = str(path)
@@ -123,15 +108,3 @@ def load_folder(root: Path) -> tuple[dict[str, Entry], list[KbError]]:
         if entry is not None:
             entries[entry.name] = entry
     return entries, errors
-
-
-def file_manifest(root: Path, files: Iterable[Path] | None = None) -> tuple[tuple[str, int, int], ...]:
-    """(relative path, mtime_ns, size) of every entry file: the cache is valid while this is unchanged."""
-    manifest = []
-    for path in files if files is not None else iter_yaml_files(root):
-        try:
-            stat = path.stat()
-        except OSError:
-            continue
-        manifest.append((str(path.relative_to(root)), stat.st_mtime_ns, stat.st_size))
-    return tuple(manifest)
