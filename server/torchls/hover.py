@@ -101,7 +101,7 @@ async def _name_hover(session: Session, name: str, is_instance: bool, span: Span
         live = await _live_doc(session, entry.name, wait=False)
         heading = _instance_heading(entry.name) if is_instance else None
         return HoverResult(render_card(entry, live, heading=heading), span)
-    public = session.kb.public_name(name)
+    public = name  # what the file itself calls it: already a name the user can import
     try:
         live = await _live_doc(session, public, wait=True)
     except JediNotReady:
@@ -116,7 +116,7 @@ async def _name_hover(session: Session, name: str, is_instance: bool, span: Span
 async def _keyword_hover(session: Session, target: Target, text: str, path: str | None) -> HoverResult | None:
     callee = target.qualname
     live: SymbolDoc | None = None
-    if not is_torch_name(callee) and target.callee_end is not None:
+    if callee is None and target.callee_end is not None:  # not resolvable from the file alone: ask jedi
         end = target.callee_end
         try:
             hit = await _jedi(session, session.resolver.resolve_at, text, path, end.line, max(end.column - 1, 0))
@@ -128,7 +128,8 @@ async def _keyword_hover(session: Session, target: Target, text: str, path: str 
     if not is_torch_name(callee):
         return None
     entry = session.kb.lookup(callee)  # type: ignore[arg-type]
-    owner = entry.name if entry else session.kb.public_name(callee)  # type: ignore[arg-type]
+    # A name from jedi is where the callee is defined; a name from the file is already what users import.
+    owner = entry.name if entry else (session.kb.public_name(callee) if live else callee)  # type: ignore[arg-type]
     has_chinese = entry is not None and entry.param(target.keyword or "") is not None
     if live is None:
         try:

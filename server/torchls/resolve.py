@@ -204,8 +204,8 @@ class Resolver:
         lines = code.splitlines()
         doc = None
         try:
+            # Not filtered to torch: ``torch.pi`` is ``math.pi`` and ``torch.jit.Final`` is ``typing.Final``.
             names = self._script(code, None).goto(len(lines), len(lines[-1]), follow_imports=True)
-            names = [n for n in names if _is_torch(n)]
             if names:
                 doc = _symbol_doc(names[0])
         except Exception as error:

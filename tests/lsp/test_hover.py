@@ -49,6 +49,8 @@ first, second = torch.chunk(x, 2)
 说明 = "均值 🧪"; print(first.mean())
 说明 = "没有条目 🕳️"; shuffle = nn.PixelUnshuffle(2)
 说明 = "不是 torch 🐍"; os.path.join("a", "b")
+说明 = "jedi 才知道 🔍"; total = torch.chunk(x, 2)[0].sum(dim=0)
+说明 = "内部模块 🔩"; isinstance(layer, nn.modules.batchnorm._BatchNorm)
 """
 
 
@@ -142,11 +144,25 @@ async def test_keyword_argument_shows_that_parameter(client: LanguageClient, kb,
     assert "`reduction`" in result.contents.value
 
 
-async def test_import_alias_segment_is_the_module(client: LanguageClient):
-    result = await _hover(client, "import torch.nn.functional as F", "functional")
-    # torch.nn.functional has no entry: the English docstring with the hint, never an empty hover.
+async def test_keyword_of_a_callee_only_jedi_can_resolve(client: LanguageClient, kb):
+    result = await _hover(client, "total = torch.chunk(x, 2)[0].sum(dim=0)", "dim")
     assert result is not None
-    assert "torch.nn.functional" in result.contents.value
+    assert kb.get("torch.Tensor.sum").param("dim").desc in result.contents.value
+
+
+async def test_name_in_an_implementation_module_keeps_the_name_the_file_uses(client: LanguageClient):
+    result = await _hover(client, "nn.modules.batchnorm._BatchNorm", "_BatchNorm")
+    assert result is not None
+    assert "torch.nn.modules.batchnorm._BatchNorm" in result.contents.value
+    assert "English original" in result.contents.value
+
+
+@pytest.mark.parametrize(
+    ("symbol", "module"), [("functional", "torch.nn.functional"), ("nn", "torch.nn"), ("F", "torch.nn.functional")]
+)
+async def test_import_statement_segments_are_modules(client: LanguageClient, kb, symbol, module):
+    result = await _hover(client, "import torch.nn.functional as F", symbol)
+    _assert_card(result, kb, module)
 
 
 async def test_symbol_without_entry_gets_english_original(client: LanguageClient, kb):

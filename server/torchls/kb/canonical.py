@@ -34,7 +34,7 @@ PUBLIC_NAMESPACES = frozenset(
     torch.autograd torch.autograd.functional torch.cuda torch.cuda.amp torch.amp torch.backends
     torch.backends.cudnn torch.backends.mps torch.backends.cuda torch.mps torch.distributed torch.linalg
     torch.fft torch.special torch.jit torch.onnx torch.export torch.compiler torch.distributions torch.testing
-    torch.hub torch.utils torch.utils.tensorboard torch.profiler torch.func torch.sparse
+    torch.hub torch.fx torch.utils torch.utils.tensorboard torch.profiler torch.func torch.sparse
     torch.nn.attention torch.ao.quantization torch.quantization
     """.split()
 )
