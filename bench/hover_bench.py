@@ -47,8 +47,18 @@ class Result:
     rss_children_mb: float = 0.0
 
 
-def torch_positions(text: str) -> list[tuple[int, int]]:
-    """(line, UTF-16 column) at the start of the last identifier of every torch reference."""
+def tensor_method_names() -> frozenset[str]:
+    """Names of the Tensor methods and attributes the knowledge base has cards for (``view``, ``shape``...)."""
+    root = ROOT / "knowledge" / "torch" / "Tensor"
+    return frozenset(path.stem for path in root.glob("*.yaml"))
+
+
+def torch_positions(text: str, methods: frozenset[str] = frozenset()) -> list[tuple[int, int]]:
+    """(line, UTF-16 column) at the start of the last identifier of every torch reference.
+
+    With ``methods``, also ``receiver.method`` where the receiver is not an import (``x.view``, ``y.shape``):
+    the hovers that need type inference, mostly answered by jedi.
+    """
     try:
         tree = ast.parse(text)
     except SyntaxError:
@@ -74,13 +84,15 @@ def torch_positions(text: str) -> list[tuple[int, int]]:
     lines = text.splitlines()
     found = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute | ast.Name) and isinstance(node.ctx, ast.Load) and qualify(node):
+        wanted = qualify(node) if isinstance(node, ast.Attribute | ast.Name) else None
+        if not wanted and isinstance(node, ast.Attribute) and node.attr in methods:
+            wanted = qualify(node.value) is None
+        if wanted and isinstance(node.ctx, ast.Load):
             line = (node.end_lineno or node.lineno) - 1
             name = node.attr if isinstance(node, ast.Attribute) else node.id
             end = len(lines[line].encode("utf-8")[: node.end_col_offset].decode("utf-8", "replace"))
             start = end - len(name)
             found.add((line, len(lines[line][:start].encode("utf-16-le")) // 2))
-    # Only the outermost attribute of a chain is a separate symbol worth a hover; inner ones are too, keep all.
     return sorted(found)
 
 
@@ -111,7 +123,9 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[index]
 
 
-async def run_server(name: str, command: list[str], files: list[Path], workspace: Path) -> Result:
+async def run_server(
+    name: str, command: list[str], files: list[Path], workspace: Path, methods: frozenset[str]
+) -> Result:
     result = Result(name)
     client = LanguageClient("torchls-bench", "1")
     env = {**os.environ, "TORCHLS_CACHE_DIR": os.environ.get("TORCHLS_CACHE_DIR", str(ROOT / ".bench-cache"))}
@@ -136,7 +150,7 @@ async def run_server(name: str, command: list[str], files: list[Path], workspace
         text = path.read_text(encoding="utf-8")
         uri = path.as_uri()
         client.text_document_did_open(types.DidOpenTextDocumentParams(types.TextDocumentItem(uri, "python", 1, text)))
-        for line, character in torch_positions(text):
+        for line, character in torch_positions(text, methods):
             began = time.perf_counter()
             hover = await client.text_document_hover_async(
                 types.HoverParams(types.TextDocumentIdentifier(uri), types.Position(line, character))
@@ -200,15 +214,21 @@ def main() -> int:
     parser.add_argument("--package", default="timm")
     parser.add_argument("--files", type=int, default=12)
     parser.add_argument("--compare", choices=sorted(set(SERVERS) - {"torchls"}), help="also run this server")
+    parser.add_argument(
+        "--tensor-methods", action="store_true", help="also hover x.view, y.shape... on non-import receivers (jedi)"
+    )
     args = parser.parse_args()
     if not (args.corpus / args.package).is_dir():
         print(f"no corpus at {args.corpus}; run: bash ../shared/tools/real-corpus.sh {args.corpus}", file=sys.stderr)
         return 2
     files = pick_files(args.corpus, args.package, args.files)
-    symbols = sum(len(torch_positions(p.read_text(encoding="utf-8"))) for p in files)
+    methods = tensor_method_names() if args.tensor_methods else frozenset()
+    symbols = sum(len(torch_positions(p.read_text(encoding="utf-8"), methods)) for p in files)
     print(f"{len(files)} files from {args.package}, {symbols} torch symbols, python {sys.executable}\n")
     names = ["torchls"] + ([args.compare] if args.compare else [])
-    results = [asyncio.run(run_server(name, SERVERS[name], files, args.corpus / args.package)) for name in names]
+    results = [
+        asyncio.run(run_server(name, SERVERS[name], files, args.corpus / args.package, methods)) for name in names
+    ]
     print_table(results)
     return 0
 
