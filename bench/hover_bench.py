@@ -19,6 +19,7 @@ import argparse
 import ast
 import asyncio
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -173,6 +174,27 @@ async def run_server(
     return result
 
 
+async def _start_and_initialize(command: list[str]) -> float:
+    client = LanguageClient("torchls-bench", "1")
+    started = time.perf_counter()
+    await client.start_io(*command)
+    await client.initialize_async(types.InitializeParams(capabilities=types.ClientCapabilities()))
+    elapsed = (time.perf_counter() - started) * 1000
+    await client.shutdown_async(None)
+    client.exit(None)
+    await client.stop()
+    return elapsed
+
+
+def measure_startup(name: str, command: list[str], runs: int) -> None:
+    """Process start to the ``initialize`` response, ``runs`` times (the hover run measures it only once)."""
+    times = sorted(asyncio.run(_start_and_initialize(command)) for _ in range(runs))
+    print(
+        f"{name:<22} start-up to initialize response over {runs} runs: "
+        f"min {times[0]:.0f} ms, median {statistics.median(times):.0f} ms, max {times[-1]:.0f} ms"
+    )
+
+
 def print_table(results: list[Result]) -> None:
     header = (
         f"{'server':<22}{'init ms':>9}{'1st hover':>11}{'p50 ms':>9}{'p95 ms':>9}{'max ms':>9}"
@@ -214,6 +236,7 @@ def main() -> int:
     parser.add_argument("--package", default="timm")
     parser.add_argument("--files", type=int, default=12)
     parser.add_argument("--compare", choices=sorted(set(SERVERS) - {"torchls"}), help="also run this server")
+    parser.add_argument("--startup-runs", type=int, default=5, help="separate start-ups to time (0: skip)")
     parser.add_argument(
         "--tensor-methods", action="store_true", help="also hover x.view, y.shape... on non-import receivers (jedi)"
     )
@@ -230,6 +253,10 @@ def main() -> int:
         asyncio.run(run_server(name, SERVERS[name], files, args.corpus / args.package, methods)) for name in names
     ]
     print_table(results)
+    if args.startup_runs:
+        print()
+        for name in names:
+            measure_startup(name, SERVERS[name], args.startup_runs)
     return 0
 
 

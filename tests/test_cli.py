@@ -58,3 +58,48 @@ def test_bad_tcp_address_is_explained():
 def test_version():
     result = torchls("--version")
     assert result.returncode == 0 and result.stdout.startswith("torchls ")
+
+
+def test_serve_over_tcp_answers_a_hover():
+    """`torchls serve --tcp HOST:PORT` is the same server on a socket, for debugging."""
+    import asyncio
+    import socket
+    import time
+
+    from lsprotocol import types
+    from pygls.lsp.client import LanguageClient
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen([sys.executable, "-m", "torchls", "serve", "--tcp", f"127.0.0.1:{port}"])
+
+    async def session() -> str:
+        client = LanguageClient("tcp-test", "1")
+        for _ in range(100):  # the server needs a moment to listen
+            try:
+                await client.start_tcp("127.0.0.1", port)
+                break
+            except OSError:
+                await asyncio.sleep(0.1)
+        await client.initialize_async(types.InitializeParams(capabilities=types.ClientCapabilities()))
+        client.initialized(types.InitializedParams())
+        text = "import torch\nx = torch.zeros(3)\n"
+        client.text_document_did_open(
+            types.DidOpenTextDocumentParams(types.TextDocumentItem("file:///tmp/tcp.py", "python", 1, text))
+        )
+        result = await client.text_document_hover_async(
+            types.HoverParams(types.TextDocumentIdentifier("file:///tmp/tcp.py"), types.Position(1, 12))
+        )
+        await client.shutdown_async(None)
+        client.exit(None)
+        await client.stop()
+        return result.contents.value
+
+    try:
+        assert "torch.zeros" in asyncio.run(session())
+    finally:
+        deadline = time.monotonic() + 10
+        while server.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        server.kill()
