@@ -64,6 +64,19 @@ TENSOR_RETURNING_MODULES = frozenset(
     """.split()
 )
 
+# Tensor methods that convert the dtype and return a new tensor.
+DTYPE_METHODS = {
+    "float": "torch.float32",
+    "double": "torch.float64",
+    "half": "torch.float16",
+    "bfloat16": "torch.bfloat16",
+    "long": "torch.int64",
+    "int": "torch.int32",
+    "short": "torch.int16",
+    "bool": "torch.bool",
+    "byte": "torch.uint8",
+}
+
 # Classes whose instances behave like another class for attribute lookup.
 ATTRIBUTE_BASES = {"torch.nn.Parameter": TENSOR, "torch.nn.parameter.Parameter": TENSOR}
 

@@ -8,6 +8,7 @@ positions intact) and the rest is parsed again.
 from __future__ import annotations
 
 import ast
+import re
 import sys
 import threading
 from dataclasses import dataclass, field
@@ -45,15 +46,30 @@ class ParsedSource:
     error: str | None = None  # the first syntax error, as Python reports it
 
 
+# What a blanked assignment binds: a name nothing defines, so its value is unknown rather than the previous one.
+UNKNOWN_VALUE = "__torchls_unparsed__"
+_ASSIGNMENT = re.compile(
+    r"^(\s*)([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)?)\s*(?:[-+*/@%|&^]|//|\*\*)?=(?!=)"
+)
+
+
 def _blank(lines: list[str], index: int) -> bool:
-    """Neutralise a broken line. A broken block header (``def f(:``) becomes ``if True:`` at the same indent,
-    so the block under it still parses; any other line becomes empty."""
+    """Neutralise a broken line, keeping every other line's meaning and every position.
+
+    A broken block header (``def f(:``) becomes ``if True:`` so the block under it still parses; a broken
+    assignment (``x = x.to(device``) still binds its name, to an unknown value, so later lines do not see a
+    stale value; any other line becomes empty.
+    """
     if not 0 <= index < len(lines) or not lines[index].strip():
         return False
     line = lines[index]
+    indent = line[: len(line) - len(line.lstrip())]
     stripped = line.split("#", 1)[0].rstrip()
+    assignment = _ASSIGNMENT.match(line)
     if stripped.endswith(":") and stripped.strip() != "if True:":
-        lines[index] = line[: len(line) - len(line.lstrip())] + "if True:"
+        lines[index] = indent + "if True:"
+    elif assignment and not line.strip().endswith(UNKNOWN_VALUE):
+        lines[index] = f"{indent}{assignment.group(2)} = {UNKNOWN_VALUE}"
     else:
         lines[index] = ""
     return True

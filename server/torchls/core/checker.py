@@ -1,0 +1,120 @@
+"""Parse once, walk once, dispatch to the selected rules, apply suppressions, sort.
+
+``check_source`` is what the editor and ``torchls check`` both call, so they always agree.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from torchls.core.findings import Finding
+from torchls.core.interpreter import Interpreter
+from torchls.core.parsing import parse_tolerant
+from torchls.core.rules import ALL_RULES
+from torchls.core.rules.base import Context, Rule
+from torchls.core.text import SourceText
+
+_NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]*(?:\s*,\s*[A-Z]+[0-9]*)*))?", re.IGNORECASE)
+
+
+@dataclass(frozen=True, slots=True)
+class CheckResult:
+    findings: list[Finding]
+    syntax_error: str | None = None  # the first syntax error; lines that parse were still checked
+
+
+def _matches(code: str, prefixes: Iterable[str]) -> int:
+    """The length of the longest prefix in ``prefixes`` that ``code`` starts with (0: none)."""
+    return max((len(p) for p in prefixes if code.startswith(p)), default=0)
+
+
+def select_rules(select: Sequence[str] = (), ignore: Sequence[str] = ()) -> list[type[Rule]]:
+    """Rules enabled by code prefixes; the more specific of a matching select and ignore entry wins."""
+    chosen = []
+    for rule in ALL_RULES:
+        selected = _matches(rule.code, select) if select else 0.5  # no select: everything, below any ignore
+        if selected > _matches(rule.code, ignore):
+            chosen.append(rule)
+    return chosen
+
+
+def suppressed_codes(line: str) -> set[str] | None:
+    """Codes a ``# noqa`` comment on ``line`` suppresses: ``{""}`` for a bare ``# noqa``, None for none."""
+    if "noqa" not in line.lower() or "#" not in line:
+        return None
+    match = _NOQA.search(line[line.index("#") :])
+    if match is None:
+        return None
+    codes = match.group("codes")
+    return {c.strip().upper() for c in codes.split(",")} if codes else {""}
+
+
+class Checker:
+    """A reusable checker for one selection of rules."""
+
+    def __init__(self, select: Sequence[str] = (), ignore: Sequence[str] = ()) -> None:
+        self.rule_classes = select_rules(select, ignore)
+
+    def check(self, text: str) -> CheckResult:
+        if "torch" not in text:  # every rule is about torch: files that never mention it cost nothing
+            parsed_error = _syntax_error(text)
+            return CheckResult([], parsed_error)
+        parsed = parse_tolerant(text)
+        source = SourceText(text)
+        ctx = Context(source, _imports(parsed.tree))
+        rules = [cls() for cls in self.rule_classes]
+        dispatch: dict[type[ast.AST], list[Rule]] = {}
+        for rule in rules:
+            for node_type in rule.node_types:
+                dispatch.setdefault(node_type, []).append(rule)
+        Interpreter(ctx, dispatch).run(parsed.tree)
+        for rule in rules:
+            ctx._current = rule
+            rule.finish(ctx)
+        findings = []
+        seen = set()
+        for finding in sorted(ctx.findings, key=lambda f: f.sort_key):
+            key = (finding.code, finding.span)
+            if key in seen or finding.span.start.line in parsed.blanked_lines:
+                continue
+            seen.add(key)
+            codes = suppressed_codes(source.line(finding.span.start.line))
+            if codes is not None and ("" in codes or any(finding.code.startswith(c) for c in codes)):
+                continue
+            findings.append(finding)
+        return CheckResult(findings, parsed.error)
+
+
+def check_source(text: str, select: Sequence[str] = (), ignore: Sequence[str] = ()) -> CheckResult:
+    return Checker(select, ignore).check(text)
+
+
+def _syntax_error(text: str) -> str | None:
+    try:
+        ast.parse(text)
+    except SyntaxError as error:
+        return f"{error.lineno}: {error.msg}"
+    except ValueError as error:
+        return str(error)
+    return None
+
+
+def _imports(tree: ast.Module) -> dict[str, str]:
+    """Local name -> qualified module or object, for every absolute import in the file."""
+    table: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    table[alias.asname] = alias.name
+                else:
+                    top = alias.name.split(".", 1)[0]
+                    table.setdefault(top, top)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            for alias in node.names:
+                if alias.name != "*":
+                    table[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+    return table

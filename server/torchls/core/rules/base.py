@@ -1,0 +1,180 @@
+"""The base class of every rule, and the context a rule sees while the checker walks a file.
+
+A rule is one class in one module. Its docstring is its documentation (what it checks, why it is a problem,
+an example, the corrected example, whether its fix is safe); ``torchls rules`` and the README's rule table are
+generated from it. A rule declares the node types it wants; the checker calls :meth:`Rule.visit` after it has
+evaluated each such node, so :meth:`Context.value` already knows the values of its sub-expressions.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from torchls.core.findings import Edit, Finding, Fix, Related, Severity
+from torchls.core.text import Position, SourceText, Span
+from torchls.core.values import ModuleValue, Origin, TensorValue, Value
+
+if TYPE_CHECKING:
+    from torchls.core.interpreter import ClassInfo
+
+
+class Rule:
+    """Subclass, set the class attributes, implement :meth:`visit` (and maybe :meth:`finish`)."""
+
+    code: ClassVar[str]
+    name: ClassVar[str]  # kebab-case, names the bad pattern: softmax-before-cross-entropy
+    severity: ClassVar[Severity] = Severity.WARNING
+    kb_entry: ClassVar[str | None] = None  # the knowledge-base card whose pitfall this rule enforces
+    node_types: ClassVar[tuple[type[ast.AST], ...]] = ()
+    fixable: ClassVar[bool] = False
+
+    def visit(self, node: Any, ctx: Context) -> None:
+        """Called once per node of :attr:`node_types`, after its sub-expressions were evaluated."""
+
+    def finish(self, ctx: Context) -> None:
+        """Called once after the whole file was walked, for rules that need to see all of it."""
+
+    @classmethod
+    def summary(cls) -> str:
+        """The first line of the docstring: what the rule reports, in one Chinese sentence."""
+        return (cls.__doc__ or "").strip().splitlines()[0]
+
+
+@dataclass(slots=True)
+class CallInfo:
+    """A call, classified once: which torch function, tensor method or layer it calls, with argument values."""
+
+    node: ast.Call
+    qualname: str | None = None  # a torch name called directly: torch.randn, torch.nn.functional.softmax
+    method: str | None = None  # x.view(...) -> "view"
+    receiver: Value = None  # the value of x in x.view(...)
+    module: ModuleValue | None = None  # calling a layer instance: self.fc(x)
+    args: list[Value] = field(default_factory=list)
+    kwargs: dict[str, Value] = field(default_factory=dict)
+
+    def arg_node(self, index: int, name: str) -> ast.expr | None:
+        """The expression passed as positional ``index`` or keyword ``name``."""
+        for keyword in self.node.keywords:
+            if keyword.arg == name:
+                return keyword.value
+        positional = [a for a in self.node.args if not isinstance(a, ast.Starred)]
+        if any(isinstance(a, ast.Starred) for a in self.node.args[: index + 1]):
+            return None
+        return positional[index] if index < len(positional) else None
+
+    def arg(self, index: int, name: str) -> Value:
+        """The value passed as positional ``index`` or keyword ``name`` (None when absent or unknown)."""
+        if name in self.kwargs:
+            return self.kwargs[name]
+        if any(isinstance(a, ast.Starred) for a in self.node.args[: index + 1]):
+            return None
+        return self.args[index] if index < len(self.args) else None
+
+    def has_keyword(self, name: str) -> bool:
+        return any(k.arg == name for k in self.node.keywords)
+
+
+class Context:
+    """What rules see: source positions, names, values, the enclosing scope, and a way to report."""
+
+    def __init__(self, source: SourceText, imports: dict[str, str]) -> None:
+        self.source = source
+        self.imports = imports
+        self.values: dict[ast.AST, Value] = {}
+        self.calls: dict[ast.Call, CallInfo] = {}
+        self.findings: list[Finding] = []
+        self.function: ast.FunctionDef | ast.AsyncFunctionDef | None = None
+        self.klass: ClassInfo | None = None
+        self.grad_enabled = True
+        self.file_facts: dict[str, Any] = {}  # whole-file facts, computed once by whoever needs them first
+        self.tree: ast.Module = ast.Module(body=[], type_ignores=[])
+        self._current: Rule | None = None
+
+    # ------------------------------------------------------------------------------ names and values
+
+    def qualify(self, expr: ast.AST) -> str | None:
+        """``F.softmax`` -> ``torch.nn.functional.softmax`` through the file's imports."""
+        if isinstance(expr, ast.Name):
+            return self.imports.get(expr.id)
+        if isinstance(expr, ast.Attribute):
+            base = self.qualify(expr.value)
+            return f"{base}.{expr.attr}" if base else None
+        return None
+
+    def value(self, node: ast.AST | None) -> Value:
+        return self.values.get(node) if node is not None else None  # type: ignore[arg-type]
+
+    def tensor(self, node: ast.AST | None) -> TensorValue | None:
+        value = self.value(node)
+        return value if isinstance(value, TensorValue) else None
+
+    def call(self, node: ast.Call) -> CallInfo:
+        return self.calls.get(node) or CallInfo(node)
+
+    def module_alias(self, module: str = "torch.nn") -> str:
+        """How this file spells ``module`` (``nn`` after ``import torch.nn as nn``), for fixes that add code."""
+        for local, qualname in self.imports.items():
+            if qualname == module:
+                return local
+        for local, qualname in self.imports.items():
+            if module.startswith(qualname + "."):
+                return local + module[len(qualname) :]
+        return module
+
+    # ------------------------------------------------------------------------------ positions
+
+    def span(self, node: ast.AST) -> Span:
+        span = self.source.span_from_ast(node)
+        assert span is not None, f"{type(node).__name__} has no position"
+        return span
+
+    def name_span(self, node: ast.AST) -> Span:
+        """The identifier a finding should underline: the attribute name of ``x.view``, the callee of a call."""
+        if isinstance(node, ast.Call):
+            return self.name_span(node.func)
+        if isinstance(node, ast.Attribute):
+            end = self.source.position_from_ast(node.end_lineno or node.lineno, node.end_col_offset or 0)
+            return Span(Position(end.line, end.column - len(node.attr)), end)
+        return self.span(node)
+
+    def text(self, node: ast.AST) -> str:
+        """The source text of a node."""
+        span = self.span(node)
+        if span.start.line == span.end.line:
+            return self.source.line(span.start.line)[span.start.column : span.end.column]
+        lines = [self.source.line(i) for i in range(span.start.line, span.end.line + 1)]
+        lines[-1] = lines[-1][: span.end.column]
+        lines[0] = lines[0][span.start.column :]
+        return "\n".join(lines)
+
+    def replace(self, node: ast.AST, new_text: str) -> Edit:
+        return Edit(self.span(node), new_text)
+
+    def insert_after(self, node: ast.AST, text: str) -> Edit:
+        end = self.span(node).end
+        return Edit(Span(end, end), text)
+
+    # ------------------------------------------------------------------------------ reporting
+
+    def report(
+        self,
+        where: ast.AST | Span,
+        message: str,
+        fix: Fix | None = None,
+        related: Iterable[Related] = (),
+        rule: type[Rule] | Rule | None = None,
+    ) -> None:
+        rule = rule or self._current
+        assert rule is not None, "report() outside a rule"
+        span = where if isinstance(where, Span) else self.name_span(where)
+        self.findings.append(Finding(rule.code, message, span, rule.severity, fix, tuple(related)))
+
+    def related(self, origin: Origin | None) -> tuple[Related, ...]:
+        """The "see also" place a value's origin gives, if any."""
+        if origin is None:
+            return ()
+        span = self.source.span_from_ast(origin.node)
+        return (Related(span, origin.what),) if span is not None else ()

@@ -1,0 +1,170 @@
+"""Abstract values of the checker's interpreter: what the code in front of us proves about tensors and modules.
+
+Every field may be unknown (``None``). A rule reports only on what is known; the interpreter says unknown
+rather than guess. Values are immutable, so they can be shared between branches and compared to merge them.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+Dim = int | None  # a known size, or unknown
+Shape = tuple[Dim, ...] | None  # None: even the number of dims is unknown
+
+# Where a tensor's values came from, when that matters to a rule.
+SOFTMAX = "softmax"
+LOG_SOFTMAX = "log_softmax"
+SIGMOID = "sigmoid"
+ONE_HOT = "one_hot"
+LOGITS = "logits"  # the raw output of a Linear/Conv layer: not probabilities
+LOSS = "loss"  # the value of a loss function
+
+CPU = "cpu"
+CUDA = "cuda"
+# A device chosen at run time, such as ``torch.device("cuda" if torch.cuda.is_available() else "cpu")``: the
+# code means "the accelerator when there is one".
+ACCELERATOR = "accelerator"
+
+INTEGER_DTYPES = frozenset({"torch.int64", "torch.int32", "torch.int16", "torch.int8", "torch.uint8"})
+FLOAT_DTYPES = frozenset({"torch.float32", "torch.float64", "torch.float16", "torch.bfloat16"})
+DTYPE_ALIASES = {
+    "torch.long": "torch.int64",
+    "torch.int": "torch.int32",
+    "torch.short": "torch.int16",
+    "torch.float": "torch.float32",
+    "torch.double": "torch.float64",
+    "torch.half": "torch.float16",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Origin:
+    """The expression that gave a value its interesting property (for "related information" in diagnostics)."""
+
+    node: ast.AST = field(compare=False, hash=False)
+    what: str  # a short Chinese description: "在这里做了 softmax"
+
+
+@dataclass(frozen=True, slots=True)
+class TensorValue:
+    shape: Shape = None
+    # The known trailing dims when the rank is not known: a Linear layer's output on an input of unknown rank
+    # is ``(..., out_features)``; kept only by operations that provably keep the trailing dims.
+    tail: tuple[Dim, ...] | None = None
+    dtype: str | None = None
+    device: str | None = None
+    provenance: str | None = None  # SOFTMAX, LOG_SOFTMAX, SIGMOID, ONE_HOT
+    contiguous: bool | None = None
+    strides: tuple[int, ...] | None = None  # known only when every dim is known
+    requires_grad: bool | None = None
+    is_leaf: bool | None = None
+    origin: Origin | None = None
+
+    def with_(self, **changes: Any) -> TensorValue:
+        return replace(self, **changes)
+
+    @property
+    def rank(self) -> int | None:
+        return None if self.shape is None else len(self.shape)
+
+    def trailing(self, count: int) -> tuple[Dim, ...] | None:
+        """The last ``count`` dims, from the full shape or the known tail; None when not known."""
+        if self.shape is not None:
+            return self.shape[-count:] if len(self.shape) >= count else None
+        if self.tail is not None and len(self.tail) >= count:
+            return self.tail[-count:]
+        return None
+
+    def numel(self) -> int | None:
+        if self.shape is None or any(d is None for d in self.shape):
+            return None
+        total = 1
+        for d in self.shape:
+            total *= d  # type: ignore[operator]
+        return total
+
+
+@dataclass(frozen=True, slots=True)
+class ModuleValue:
+    """An ``nn.Module`` instance: a torch layer with its constructor arguments, or a user model."""
+
+    qualname: str  # torch class (torch.nn.Linear) or, for a user model, its torch base (torch.nn.Module)
+    args: tuple[tuple[str, Any], ...] = ()  # constructor arguments whose values are literals, by parameter name
+    children: tuple[ModuleValue | None, ...] = ()  # nn.Sequential's layers, in order
+    user_class: str | None = None
+    device: str | None = None
+    origin: Origin | None = None
+
+    def arg(self, name: str, default: Any = None) -> Any:
+        for key, value in self.args:
+            if key == name:
+                return value
+        return default
+
+    def has_arg(self, name: str) -> bool:
+        return any(key == name for key, _ in self.args)
+
+
+@dataclass(frozen=True, slots=True)
+class TupleValue:
+    items: tuple[Any, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceValue:
+    """A ``torch.device`` or a device string."""
+
+    kind: str | None  # CPU, CUDA, ACCELERATOR or None
+
+
+@dataclass(frozen=True, slots=True)
+class InstanceValue:
+    """An instance of some other torch class we track by name (optimizer, scheduler, GradScaler, DataLoader)."""
+
+    qualname: str
+    args: tuple[tuple[str, Any], ...] = ()
+    origin: Origin | None = None
+
+    def arg(self, name: str, default: Any = None) -> Any:
+        for key, value in self.args:
+            if key == name:
+                return value
+        return default
+
+
+@dataclass(frozen=True, slots=True)
+class Literal:
+    """A Python constant the code spells out (an int, a float, a string, a bool, None)."""
+
+    value: Any
+
+
+UNKNOWN = None
+
+Value = TensorValue | ModuleValue | TupleValue | DeviceValue | InstanceValue | Literal | None
+
+
+def normalize_dtype(name: str | None) -> str | None:
+    if name is None:
+        return None
+    return DTYPE_ALIASES.get(name, name)
+
+
+def merge(a: Value, b: Value) -> Value:
+    """The value a name has after two branches: kept only where both agree."""
+    if a == b:
+        return a
+    if isinstance(a, TensorValue) and isinstance(b, TensorValue):
+        shape = None
+        if a.shape is not None and b.shape is not None and len(a.shape) == len(b.shape):
+            shape = tuple(x if x == y else None for x, y in zip(a.shape, b.shape, strict=True))
+        return TensorValue(
+            shape=shape,
+            dtype=a.dtype if a.dtype == b.dtype else None,
+            device=a.device if a.device == b.device else None,
+            provenance=a.provenance if a.provenance == b.provenance else None,
+            contiguous=a.contiguous if a.contiguous == b.contiguous else None,
+        )
+    return None
