@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from torchls.core import shapes
+from torchls.core import layers, shapes
 from torchls.core.facts import DTYPE_METHODS
 from torchls.core.rules.base import CallInfo, Context, Rule
 from torchls.core.values import (
@@ -107,11 +107,6 @@ LAYER_PARAMETERS: dict[str, tuple[str, ...]] = {
     "KLDivLoss": ("size_average", "reduce", "reduction", "log_target"),
 }
 
-SAME_SHAPE_LAYERS = frozenset(
-    "ReLU ReLU6 LeakyReLU GELU SiLU ELU SELU Mish Softplus Hardswish Hardsigmoid Tanh Dropout Dropout1d Dropout2d "
-    "Dropout3d AlphaDropout Identity BatchNorm1d BatchNorm2d BatchNorm3d LayerNorm GroupNorm InstanceNorm1d "
-    "InstanceNorm2d RMSNorm PReLU".split()
-)
 SAME_SHAPE_FUNCTIONS = frozenset(
     "torch.nn.functional." + n
     for n in "relu relu6 leaky_relu gelu silu elu selu mish softplus hardswish hardsigmoid tanh dropout dropout1d "
@@ -146,6 +141,10 @@ PROVENANCE_FUNCTIONS = frozenset(
     "special.softmax special.log_softmax special.expit".split()
 )
 PROVENANCE_METHODS = frozenset({"softmax", "log_softmax", "sigmoid"})
+SHAPE_METHODS = frozenset(
+    "view reshape permute transpose squeeze unsqueeze flatten expand repeat size sum mean amax amin argmax argmin "
+    "max min softmax log_softmax".split()
+)
 TRACKED_CLASSES = (
     "torch.optim.",
     "torch.utils.data.DataLoader",
@@ -193,9 +192,17 @@ def _int(value: Value) -> int | None:
 
 
 def _dims(values: Sequence[Value]) -> list[int | None] | None:
-    """Sizes from ``view(2, -1)`` or ``view((2, -1))``: ints, ``None`` for unknown ones."""
-    if len(values) == 1 and isinstance(values[0], TupleValue):
-        values = values[0].items
+    """Sizes from ``view(2, -1)`` or ``view((2, -1))``: ints, ``None`` for unknown ones.
+
+    None when even the number of dims is unknown: a single argument that is not a literal int may be a whole
+    shape (``view(shape)``, ``zeros(x.shape)``).
+    """
+    if len(values) == 1:
+        only = values[0]
+        if isinstance(only, TupleValue):
+            values = only.items
+        elif _int(only) is None:
+            return None
     if any(isinstance(v, TupleValue) for v in values):
         return None
     return [_int(v) for v in values]
@@ -693,7 +700,12 @@ class Interpreter:
                 if isinstance(callee, ModuleValue):
                     info.module = callee
         for arg in node.args:
-            info.args.append(self.expr(arg.value if isinstance(arg, ast.Starred) else arg, env))
+            if isinstance(arg, ast.Starred):
+                self.expr(arg.value, env)
+                info.starred = True
+                info.args.append(None)
+            else:
+                info.args.append(self.expr(arg, env))
         for keyword in node.keywords:
             value = self.expr(keyword.value, env)
             if keyword.arg is not None:
@@ -707,6 +719,8 @@ class Interpreter:
 
     def _call_result(self, info: CallInfo, env: Env) -> Value:
         node = info.node
+        if info.starred and (info.method in SHAPE_METHODS or info.qualname in CREATION_FUNCTIONS):
+            return None  # x.view(*shape): the number of dims is not known
         if info.qualname is not None:
             return self._torch_call(info.qualname, info, env)
         if info.method is not None:
@@ -771,6 +785,8 @@ class Interpreter:
             if qualname in ("torch.cat", "torch.concat", "torch.concatenate", "torch.stack"):
                 return self._join(short, info)
             return None
+        if qualname in PROVENANCE_FUNCTIONS and "sigmoid" not in qualname and "expit" not in qualname:
+            self._check_dim(node, receiver, info.arg(1, "dim"))
         if qualname in ("torch.softmax", "torch.nn.functional.softmax", "torch.special.softmax"):
             return self._with_provenance(receiver, SOFTMAX, node, "在这里做了 softmax")
         if qualname in ("torch.log_softmax", "torch.nn.functional.log_softmax", "torch.special.log_softmax"):
@@ -1002,6 +1018,7 @@ class Interpreter:
         if method in REDUCTIONS or method in ARG_REDUCTIONS or method in ("max", "min"):
             return self._reduction(tensor, method, info)
         if method in ("softmax", "log_softmax"):
+            self._check_dim(node, tensor, info.arg(0, "dim"))
             provenance = SOFTMAX if method == "softmax" else LOG_SOFTMAX
             return self._with_provenance(tensor, provenance, node, f"在这里做了 {method}")
         if method == "sigmoid":
@@ -1142,6 +1159,12 @@ class Interpreter:
             is_leaf=False,
         )
 
+    def _check_dim(self, node: ast.AST, tensor: TensorValue, dim: Value) -> None:
+        """Record a ``dim`` argument that is out of range for a tensor of known rank."""
+        index = _int(dim)
+        if index is not None and tensor.shape is not None:
+            self._problem(node, "dim", shapes.dim_problem(index, len(tensor.shape)))
+
     def _with_provenance(self, tensor: TensorValue, provenance: str, node: ast.AST, what: str) -> TensorValue:
         return TensorValue(
             shape=tensor.shape,
@@ -1230,99 +1253,7 @@ class Interpreter:
         return value
 
     def layer_output(self, module: ModuleValue, x: TensorValue, node: ast.AST) -> Value:
-        """What one torch layer makes of ``x`` (public: the Sequential rule folds over layers with it)."""
-        short = module.qualname.rsplit(".", 1)[-1]
-        base = {"device": x.device, "requires_grad": None, "is_leaf": False, "dtype": x.dtype}
-        if short in SAME_SHAPE_LAYERS:
-            return TensorValue(shape=x.shape, tail=x.tail, **base)
-        if short in ("Softmax", "LogSoftmax", "Sigmoid"):
-            provenance = {"Softmax": SOFTMAX, "LogSoftmax": LOG_SOFTMAX, "Sigmoid": SIGMOID}[short]
-            origin = module.origin or Origin(node, f"在这里使用了 `{short}`")
-            return TensorValue(shape=x.shape, tail=x.tail, provenance=provenance, origin=origin, **base)
-        if short == "Linear":
-            out = module.arg("out_features")
-            if not isinstance(out, int):
-                return None
-            if x.shape is not None and len(x.shape) >= 1:
-                return TensorValue(shape=(*x.shape[:-1], out), provenance=LOGITS, **base)
-            return TensorValue(tail=(out,), provenance=LOGITS, **base)
-        if short in ("Conv1d", "Conv2d"):
-            return self._conv_output(module, x, short, base)
-        if short in ("MaxPool2d", "AvgPool2d"):
-            return self._pool_output(module, x, base)
-        if short in ("AdaptiveAvgPool2d", "AdaptiveMaxPool2d"):
-            size = shapes.pair(module.arg("output_size"), 1)
-            channels = x.trailing(3)
-            if size is None or channels is None:
-                return None
-            if x.shape is not None:
-                return TensorValue(shape=x.shape[:-2] + size, **base)
-            return TensorValue(tail=(channels[0], *size), **base)
-        if short == "Flatten":
-            start, end = module.arg("start_dim", 1), module.arg("end_dim", -1)
-            if x.shape is None or not isinstance(start, int) or not isinstance(end, int):
-                return None
-            shape, _problem = shapes.flatten(x.shape, start, end)
-            return TensorValue(shape=shape, **base)
-        if short == "Embedding":
-            dim = module.arg("embedding_dim")
-            if not isinstance(dim, int):
-                return None
-            shape = (*x.shape, dim) if x.shape is not None else None
-            return TensorValue(shape=shape, tail=None if shape else (dim,), device=x.device, dtype=None)
-        if short in ("LSTM", "GRU", "RNN"):
-            hidden = module.arg("hidden_size")
-            bidirectional = module.arg("bidirectional", False) is True
-            if not isinstance(hidden, int) or x.shape is None or len(x.shape) not in (2, 3):
-                return TupleValue((None, None))
-            out = (*x.shape[:-1], (2 if bidirectional else 1) * hidden)
-            return TupleValue((TensorValue(shape=out, device=x.device), None))
-        if short == "MultiheadAttention":
-            return TupleValue((TensorValue(shape=x.shape, device=x.device), None))
-        return None
-
-    def _conv_output(self, module: ModuleValue, x: TensorValue, short: str, base: dict) -> Value:
-        spatial = 1 if short == "Conv1d" else 2
-        out_channels = module.arg("out_channels")
-        if not isinstance(out_channels, int):
-            return None
-        kernel = shapes.pair(module.arg("kernel_size"), 1) if spatial == 2 else _one(module.arg("kernel_size"))
-        stride = shapes.pair(module.arg("stride"), 1) if spatial == 2 else _one(module.arg("stride"), 1)
-        dilation = shapes.pair(module.arg("dilation"), 1) if spatial == 2 else _one(module.arg("dilation"), 1)
-        padding_arg = module.arg("padding")
-        sizes = x.trailing(spatial)
-        out_sizes: list[Any] = [None] * spatial
-        if padding_arg == "same":
-            out_sizes = list(sizes) if sizes is not None else out_sizes
-        elif kernel and stride and dilation and sizes is not None:
-            padding = (
-                (0,) * spatial
-                if padding_arg in (None, "valid")
-                else (shapes.pair(padding_arg, 0) if spatial == 2 else _one(padding_arg, 0))
-            )
-            if padding is not None:
-                out_sizes = [
-                    shapes.conv_output(sizes[i], kernel[i], stride[i], padding[i], dilation[i]) for i in range(spatial)
-                ]
-        tail = (out_channels, *out_sizes)
-        if x.shape is not None and len(x.shape) in (spatial + 1, spatial + 2):
-            return TensorValue(shape=x.shape[: -(spatial + 1)] + tail, provenance=LOGITS, **base)
-        return TensorValue(tail=tail, provenance=LOGITS, **base)
-
-    def _pool_output(self, module: ModuleValue, x: TensorValue, base: dict) -> Value:
-        kernel = shapes.pair(module.arg("kernel_size"), 1)
-        stride_arg = module.arg("stride")
-        stride = kernel if stride_arg is None else shapes.pair(stride_arg, 1)
-        padding = shapes.pair(module.arg("padding"), 0)
-        dilation = shapes.pair(module.arg("dilation"), 1)
-        trailing = x.trailing(3)
-        if not (kernel and stride and padding and dilation) or trailing is None or module.arg("ceil_mode"):
-            return None
-        sizes = [shapes.conv_output(trailing[1 + i], kernel[i], stride[i], padding[i], dilation[i]) for i in range(2)]
-        tail = (trailing[0], *sizes)
-        if x.shape is not None:
-            return TensorValue(shape=x.shape[:-3] + tail, **base)
-        return TensorValue(tail=tail, **base)
+        return layers.layer_output(module, x, node)
 
     # ---- iteration
 
@@ -1347,16 +1278,6 @@ class Interpreter:
         if isinstance(iterable, TensorValue) and iterable.shape:
             return TensorValue(shape=iterable.shape[1:], dtype=iterable.dtype, device=iterable.device, is_leaf=False)
         return None
-
-
-def _one(value: Any, default: int = 1) -> tuple[int] | None:
-    if value is None:
-        return (default,)
-    if isinstance(value, int) and not isinstance(value, bool):
-        return (value,)
-    if isinstance(value, tuple) and len(value) == 1 and isinstance(value[0], int):
-        return value  # type: ignore[return-value]
-    return None
 
 
 def _nested_shape(value: Value) -> tuple[Any, str | None]:

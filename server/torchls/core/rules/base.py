@@ -54,6 +54,7 @@ class CallInfo:
     module: ModuleValue | None = None  # calling a layer instance: self.fc(x)
     args: list[Value] = field(default_factory=list)
     kwargs: dict[str, Value] = field(default_factory=dict)
+    starred: bool = False  # some positional argument is *unpacked: positions after it are unknown
 
     def arg_node(self, index: int, name: str) -> ast.expr | None:
         """The expression passed as positional ``index`` or keyword ``name``."""
@@ -152,6 +153,10 @@ class Context:
 
     def replace(self, node: ast.AST, new_text: str) -> Edit:
         return Edit(self.span(node), new_text)
+
+    def replace_name(self, node: ast.AST, new_name: str) -> Edit:
+        """Rename the identifier of ``node`` (the ``view`` of ``x.view``), leaving the rest untouched."""
+        return Edit(self.name_span(node), new_name)
 
     def insert_after(self, node: ast.AST, text: str) -> Edit:
         end = self.span(node).end

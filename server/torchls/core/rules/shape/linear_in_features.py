@@ -1,13 +1,10 @@
 from __future__ import annotations
 
-import ast
-
 from torchls.core.findings import Severity
-from torchls.core.rules.base import Context, Rule
-from torchls.core.shapes import fmt
+from torchls.core.rules.shape.common import LayerInputRule
 
 
-class LinearInFeaturesMismatch(Rule):
+class LinearInFeaturesMismatch(LayerInputRule):
     """`nn.Linear` 的 `in_features` 与输入张量的最后一维不一致。
 
     **为什么是问题**：`Linear` 只变换输入的最后一维，要求它等于 `in_features`，否则运行时报
@@ -30,21 +27,4 @@ class LinearInFeaturesMismatch(Rule):
     name = "linear-in-features-mismatch"
     severity = Severity.ERROR
     kb_entry = "torch.nn.Linear"
-    node_types = (ast.Call,)
-
-    def visit(self, node: ast.Call, ctx: Context) -> None:
-        call = ctx.call(node)
-        layer = call.module
-        if layer is None or layer.qualname != "torch.nn.Linear":
-            return
-        expected = layer.arg("in_features")
-        x = ctx.tensor(call.arg_node(0, "input"))
-        last = x.trailing(1) if x is not None else None
-        if not isinstance(expected, int) or not last or last[0] is None or last[0] == expected:
-            return
-        shape = fmt(x.shape) if x.shape is not None else f"(..., {last[0]})"
-        ctx.report(
-            node,
-            f"`Linear` 的 in_features 是 {expected}，但输入的最后一维是 {last[0]}（输入形状 {shape}）",
-            related=ctx.related(layer.origin) + ctx.related(x.origin),
-        )
+    problem_kind = "linear"

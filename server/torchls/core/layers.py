@@ -1,0 +1,213 @@
+"""What a torch layer does to the shape of its input: the interpreter propagates values with it and the shape
+rules fold it over ``nn.Sequential`` to check that layers connect. Pure functions of abstract values."""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from torchls.core import shapes
+from torchls.core.values import (
+    LOG_SOFTMAX,
+    LOGITS,
+    SIGMOID,
+    SOFTMAX,
+    ModuleValue,
+    Origin,
+    TensorValue,
+    TupleValue,
+    Value,
+)
+
+SAME_SHAPE_LAYERS = frozenset(
+    "ReLU ReLU6 LeakyReLU GELU SiLU ELU SELU Mish Softplus Hardswish Hardsigmoid Tanh Dropout Dropout1d Dropout2d "
+    "Dropout3d AlphaDropout Identity BatchNorm1d BatchNorm2d BatchNorm3d LayerNorm GroupNorm InstanceNorm1d "
+    "InstanceNorm2d RMSNorm PReLU".split()
+)
+
+
+def layer_output(module: ModuleValue, x: TensorValue, node: ast.AST) -> Value:
+    """What one torch layer makes of ``x``; None when the result is not known."""
+    short = module.qualname.rsplit(".", 1)[-1]
+    base = {"device": x.device, "requires_grad": None, "is_leaf": False, "dtype": x.dtype}
+    if short in SAME_SHAPE_LAYERS:
+        return TensorValue(shape=x.shape, tail=x.tail, **base)
+    if short in ("Softmax", "LogSoftmax", "Sigmoid"):
+        provenance = {"Softmax": SOFTMAX, "LogSoftmax": LOG_SOFTMAX, "Sigmoid": SIGMOID}[short]
+        origin = module.origin or Origin(node, f"在这里使用了 `{short}`")
+        return TensorValue(shape=x.shape, tail=x.tail, provenance=provenance, origin=origin, **base)
+    if short == "Linear":
+        out = module.arg("out_features")
+        if not isinstance(out, int):
+            return None
+        if x.shape is not None and len(x.shape) >= 1:
+            return TensorValue(shape=(*x.shape[:-1], out), provenance=LOGITS, **base)
+        return TensorValue(tail=(out,), provenance=LOGITS, **base)
+    if short in ("Conv1d", "Conv2d"):
+        return _conv_output(module, x, short, base)
+    if short in ("MaxPool2d", "AvgPool2d"):
+        return _pool_output(module, x, base)
+    if short in ("AdaptiveAvgPool2d", "AdaptiveMaxPool2d"):
+        size = shapes.pair(module.arg("output_size"), 1)
+        channels = x.trailing(3)
+        if size is None or channels is None:
+            return None
+        if x.shape is not None:
+            return TensorValue(shape=x.shape[:-2] + size, **base)
+        return TensorValue(tail=(channels[0], *size), **base)
+    if short == "Flatten":
+        start, end = module.arg("start_dim", 1), module.arg("end_dim", -1)
+        if x.shape is None or not isinstance(start, int) or not isinstance(end, int):
+            return None
+        shape, _problem = shapes.flatten(x.shape, start, end)
+        return TensorValue(shape=shape, **base)
+    if short == "Embedding":
+        dim = module.arg("embedding_dim")
+        if not isinstance(dim, int):
+            return None
+        shape = (*x.shape, dim) if x.shape is not None else None
+        return TensorValue(shape=shape, tail=None if shape else (dim,), device=x.device, dtype=None)
+    if short in ("LSTM", "GRU", "RNN"):
+        hidden = module.arg("hidden_size")
+        bidirectional = module.arg("bidirectional", False) is True
+        if not isinstance(hidden, int) or x.shape is None or len(x.shape) not in (2, 3):
+            return TupleValue((None, None))
+        out = (*x.shape[:-1], (2 if bidirectional else 1) * hidden)
+        return TupleValue((TensorValue(shape=out, device=x.device), None))
+    if short == "MultiheadAttention":
+        return TupleValue((TensorValue(shape=x.shape, device=x.device), None))
+    return None
+
+
+def _conv_output(module: ModuleValue, x: TensorValue, short: str, base: dict) -> Value:
+    spatial = 1 if short == "Conv1d" else 2
+    out_channels = module.arg("out_channels")
+    if not isinstance(out_channels, int):
+        return None
+    kernel = shapes.pair(module.arg("kernel_size"), 1) if spatial == 2 else _one(module.arg("kernel_size"))
+    stride = shapes.pair(module.arg("stride"), 1) if spatial == 2 else _one(module.arg("stride"), 1)
+    dilation = shapes.pair(module.arg("dilation"), 1) if spatial == 2 else _one(module.arg("dilation"), 1)
+    padding_arg = module.arg("padding")
+    sizes = x.trailing(spatial)
+    out_sizes: list[Any] = [None] * spatial
+    if padding_arg == "same":
+        out_sizes = list(sizes) if sizes is not None else out_sizes
+    elif kernel and stride and dilation and sizes is not None:
+        padding = (
+            (0,) * spatial
+            if padding_arg in (None, "valid")
+            else (shapes.pair(padding_arg, 0) if spatial == 2 else _one(padding_arg, 0))
+        )
+        if padding is not None:
+            out_sizes = [
+                shapes.conv_output(sizes[i], kernel[i], stride[i], padding[i], dilation[i]) for i in range(spatial)
+            ]
+    tail = (out_channels, *out_sizes)
+    if x.shape is not None and len(x.shape) in (spatial + 1, spatial + 2):
+        return TensorValue(shape=x.shape[: -(spatial + 1)] + tail, provenance=LOGITS, **base)
+    return TensorValue(tail=tail, provenance=LOGITS, **base)
+
+
+def _pool_output(module: ModuleValue, x: TensorValue, base: dict) -> Value:
+    kernel = shapes.pair(module.arg("kernel_size"), 1)
+    stride_arg = module.arg("stride")
+    stride = kernel if stride_arg is None else shapes.pair(stride_arg, 1)
+    padding = shapes.pair(module.arg("padding"), 0)
+    dilation = shapes.pair(module.arg("dilation"), 1)
+    trailing = x.trailing(3)
+    if not (kernel and stride and padding and dilation) or trailing is None or module.arg("ceil_mode"):
+        return None
+    sizes = [shapes.conv_output(trailing[1 + i], kernel[i], stride[i], padding[i], dilation[i]) for i in range(2)]
+    tail = (trailing[0], *sizes)
+    if x.shape is not None:
+        return TensorValue(shape=x.shape[:-3] + tail, **base)
+    return TensorValue(tail=tail, **base)
+
+
+def _one(value: Any, default: int = 1) -> tuple[int] | None:
+    if value is None:
+        return (default,)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return (value,)
+    if isinstance(value, tuple) and len(value) == 1 and isinstance(value[0], int):
+        return value  # type: ignore[return-value]
+    return None
+
+
+def _size(shape: Any) -> str:
+    return shapes.fmt(shape)
+
+
+def input_problem(module: ModuleValue, x: TensorValue) -> tuple[str, str] | None:
+    """Why ``x`` provably cannot go into ``module``: ``(kind, Chinese message)``, or None.
+
+    ``kind`` says which rule owns the problem: ``linear``, ``conv``, ``norm`` or ``sequence``. One place for these
+    checks, whether the layer is called directly or chained in ``nn.Sequential``.
+    """
+    short = module.qualname.rsplit(".", 1)[-1]
+    shown = (
+        _size(x.shape)
+        if x.shape is not None
+        else ("(..., " + ", ".join("?" if d is None else str(d) for d in x.tail or ()) + ")")
+    )
+    if short == "Linear":
+        expected, last = module.arg("in_features"), x.trailing(1)
+        if isinstance(expected, int) and last and last[0] is not None and last[0] != expected:
+            return "linear", f"`Linear` 的 in_features 是 {expected}，但输入的最后一维是 {last[0]}（输入形状 {shown}）"
+        return None
+    if short in ("Conv1d", "Conv2d", "Conv3d"):
+        spatial = int(short[-2])
+        expected = module.arg("in_channels")
+        if x.shape is not None and len(x.shape) not in (spatial + 1, spatial + 2):
+            return "conv", f"`{short}` 需要 {spatial + 1} 维或 {spatial + 2} 维输入，实际输入形状是 {shown}"
+        channels = x.trailing(spatial + 1)
+        if isinstance(expected, int) and channels and channels[0] is not None and channels[0] != expected:
+            return "conv", f"`{short}` 的 in_channels 是 {expected}，但输入有 {channels[0]} 个通道（输入形状 {shown}）"
+        return None
+    if short in ("BatchNorm1d", "BatchNorm2d", "BatchNorm3d"):
+        expected = module.arg("num_features")
+        ranks = {"BatchNorm1d": (2, 3), "BatchNorm2d": (4,), "BatchNorm3d": (5,)}[short]
+        if x.shape is not None and len(x.shape) not in ranks:
+            wanted = " 或 ".join(f"{r} 维" for r in ranks)
+            return "norm", f"`{short}` 需要 {wanted}输入，实际输入形状是 {shown}"
+        if x.shape is not None:
+            channels: Any = x.shape[1]
+        elif short != "BatchNorm1d" and x.trailing(ranks[0] - 1):
+            channels = x.trailing(ranks[0] - 1)[0]  # type: ignore[index]
+        else:
+            channels = None
+        if isinstance(expected, int) and channels is not None and channels != expected:
+            return "norm", f"`{short}` 的 num_features 是 {expected}，但输入有 {channels} 个通道（输入形状 {shown}）"
+        return None
+    if short == "LayerNorm":
+        normalized = module.arg("normalized_shape")
+        expected_tail = (normalized,) if isinstance(normalized, int) else normalized
+        if not isinstance(expected_tail, tuple) or not all(isinstance(d, int) for d in expected_tail):
+            return None
+        actual = x.trailing(len(expected_tail))
+        if actual and all(d is not None for d in actual) and tuple(actual) != expected_tail:
+            return "norm", (
+                f"`LayerNorm` 归一化最后 {len(expected_tail)} 维，要求它们是 {_size(expected_tail)}，"
+                f"但输入的最后几维是 {_size(tuple(actual))}"
+            )
+        return None
+    if short == "GroupNorm":
+        expected = module.arg("num_channels")
+        channels = x.shape[1] if x.shape is not None and len(x.shape) >= 2 else None
+        if isinstance(expected, int) and channels is not None and channels != expected:
+            return "norm", f"`GroupNorm` 的 num_channels 是 {expected}，但输入有 {channels} 个通道（输入形状 {shown}）"
+        return None
+    if short in ("LSTM", "GRU", "RNN"):
+        expected, last = module.arg("input_size"), x.trailing(1)
+        if isinstance(expected, int) and last and last[0] is not None and last[0] != expected:
+            return (
+                "sequence",
+                f"`{short}` 的 input_size 是 {expected}，但输入的最后一维是 {last[0]}（输入形状 {shown}）",
+            )
+        return None
+    if short == "MultiheadAttention":
+        expected, last = module.arg("embed_dim"), x.trailing(1)
+        if isinstance(expected, int) and last and last[0] is not None and last[0] != expected:
+            return "sequence", f"`MultiheadAttention` 的 embed_dim 是 {expected}，但 query 的最后一维是 {last[0]}"
+        return None
+    return None
