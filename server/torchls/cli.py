@@ -3,6 +3,8 @@
 ``torchls`` or ``torchls serve``     the language server over stdio (``--tcp HOST:PORT`` for debugging)
 ``torchls explain NAME``             the Chinese card of an API, in the terminal
 ``torchls kb check [FOLDER ...]``    validate the shipped and the given knowledge folders
+``torchls check PATH ...``           the editor's diagnostics for files and folders (CI); exit 0/1/2
+``torchls rules [CODE]``             the rules, or one rule's documentation
 ``torchls demo``                     a scripted LSP session: hover cards for a bundled sample file
 """
 
@@ -11,6 +13,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import logging
+import os
 import sys
 from pathlib import Path
 
@@ -47,6 +50,19 @@ def _parser() -> argparse.ArgumentParser:
     kb_commands = kb.add_subparsers(dest="kb_command", metavar="KB_COMMAND", required=True)
     check = kb_commands.add_parser("check", help="校验内置知识库和给定目录，有错误时返回非零")
     check.add_argument("folders", nargs="*", type=Path, help="额外的知识库目录")
+
+    check = commands.add_parser("check", help="检查文件和目录中的 PyTorch 避坑问题（与编辑器中的诊断相同）")
+    check.add_argument("paths", nargs="+", help="要检查的文件或目录")
+    check.add_argument("--select", action="append", metavar="CODES", help="只启用这些规则代码或前缀，逗号分隔")
+    check.add_argument("--ignore", action="append", metavar="CODES", help="不启用这些规则代码或前缀，逗号分隔")
+    check.add_argument("--format", choices=("text", "json", "sarif"), default="text", help="输出格式")
+    check.add_argument("--fix", action="store_true", help="应用安全的自动修复并写回文件")
+    check.add_argument("--jobs", "-j", type=int, default=0, help="并行进程数（默认每个 CPU 核一个）")
+    check.add_argument("--output", "-o", help="把报告写到这个文件而不是标准输出")
+
+    rules = commands.add_parser("rules", help="列出所有规则，或显示一条规则的说明")
+    rules.add_argument("code", nargs="?", help="规则代码，如 TL301")
+    rules.add_argument("--format", choices=("text", "json", "markdown"), default="text")
 
     demo = commands.add_parser("demo", help="启动服务器，对示例文件做一组悬停并打印结果")
     demo.add_argument("--lines", type=int, default=8, help="每张卡片最多显示多少行")
@@ -106,7 +122,92 @@ def _kb_check(folders: list[Path]) -> int:
     return 1 if kb.errors else 0
 
 
+def _check(args: argparse.Namespace) -> int:
+    from torchls.batch import discover, run, split_codes
+    from torchls.core.rules import RULES_BY_CODE
+    from torchls.report_formats import as_json, as_sarif, as_text, file_problems, summary
+
+    select, ignore = split_codes(args.select), split_codes(args.ignore)
+    unknown = [c for c in select + ignore if not any(code.startswith(c) for code in RULES_BY_CODE)]
+    if unknown:
+        print(
+            f"torchls: 没有这样的规则代码或前缀：{'、'.join(unknown)}（运行 torchls rules 查看全部）", file=sys.stderr
+        )
+        return 2
+    files, missing = discover(args.paths)
+    for path in missing:
+        print(f"torchls: 找不到 {path}", file=sys.stderr)
+    if args.jobs < 0:
+        print("torchls: --jobs 不能是负数", file=sys.stderr)
+        return 2
+    reports = list(run(files, select, ignore, fix=args.fix, jobs=args.jobs))
+    for line in file_problems(reports):
+        print(line, file=sys.stderr)
+    if args.format == "json":
+        output = as_json(reports)
+    elif args.format == "sarif":
+        output = as_sarif(reports, Path.cwd())
+    else:
+        output = as_text(reports)
+    if args.output:
+        try:
+            Path(args.output).write_text(output + "\n", encoding="utf-8")
+        except OSError as error:
+            print(f"torchls: 无法写入 {args.output}：{error.strerror or error}", file=sys.stderr)
+            return 2
+    elif output:
+        print(output)
+    if args.format == "text" or args.output:
+        print(summary(reports), file=sys.stderr if args.format != "text" or args.output else sys.stdout)
+    if missing or any(r.read_error for r in reports):
+        return 2
+    return 1 if any(r.findings or r.syntax_error for r in reports) else 0
+
+
+def _rules(code: str | None, fmt: str) -> int:
+    import json
+
+    from torchls.core.rules import ALL_RULES, RULES_BY_CODE
+    from torchls.ruledocs import SEVERITY_LABELS, rule_page, rules_table
+
+    if code is not None:
+        rule = RULES_BY_CODE.get(code.upper())
+        if rule is None:
+            print(f"torchls: 没有规则 {code}（运行 torchls rules 查看全部）", file=sys.stderr)
+            return 2
+        print(rule_page(rule))
+        return 0
+    if fmt == "markdown":
+        print(rules_table())
+    elif fmt == "json":
+        rows = [
+            {
+                "code": r.code,
+                "name": r.name,
+                "severity": r.severity.name.lower(),
+                "fixable": r.fixable,
+                "summary": r.summary(),
+                "knowledge_entry": r.kb_entry,
+            }
+            for r in ALL_RULES
+        ]
+        print(json.dumps(rows, ensure_ascii=False, indent=2))
+    else:
+        for r in ALL_RULES:
+            fix = "[*]" if r.fixable else "   "
+            print(f"{r.code} {fix} {SEVERITY_LABELS[r.severity]}  {r.name:<40} {r.summary()}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except BrokenPipeError:  # `torchls rules | head`: the reader left; that is not an error
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
+def _main(argv: list[str] | None) -> int:
     args = _parser().parse_args(argv)
     _configure_logging(args.verbose, args.log_file)
     if args.command in (None, "serve"):
@@ -115,6 +216,10 @@ def main(argv: list[str] | None = None) -> int:
         return _explain(args.name, args.short)
     if args.command == "kb":
         return _kb_check(args.folders)
+    if args.command == "check":
+        return _check(args)
+    if args.command == "rules":
+        return _rules(args.code, args.format)
     if args.command == "demo":
         from torchls.lsp.demo import main as demo_main
 

@@ -10,6 +10,8 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
+from torchls.core.checker import Checker, CheckResult
+from torchls.core.findings import Severity
 from torchls.core.names import ModuleIndex
 from torchls.core.parsing import parse_tolerant
 from torchls.core.text import SourceText
@@ -35,6 +37,7 @@ class Session:
         self.workspace_root = workspace_root
         self.kb = KnowledgeBase()
         self.resolver = Resolver()
+        self.checker = Checker()
         self._documents: dict[str, _IndexedDocument] = {}
         self.startup_messages = self.apply_settings(settings or Settings(), force=True)
 
@@ -46,6 +49,8 @@ class Session:
         previous, self.settings = self.settings, settings
         if force or settings.knowledge_paths != previous.knowledge_paths:
             messages.extend(self.reload_knowledge())
+        if force or settings.diagnostics != previous.diagnostics:
+            self.checker = Checker(settings.diagnostics.select, settings.diagnostics.ignore)
         if force or settings.interpreter != previous.interpreter:
             interpreter = settings.interpreter
             problem = check_interpreter(interpreter)
@@ -75,6 +80,21 @@ class Session:
         hidden = len(errors) - _MAX_REPORTED_KB_ERRORS
         more = f"\n……另有 {hidden} 处问题" if hidden > 0 else ""
         return [f"知识库中有 {len(errors)} 处问题，相关条目已跳过，其余条目正常使用：\n{shown}{more}"]
+
+    # ------------------------------------------------------------------------------------ diagnostics
+
+    def check(self, text: str) -> CheckResult:
+        """The findings for a document's text under the current settings (empty when diagnostics are off)."""
+        if not self.settings.diagnostics.enable:
+            return CheckResult([])
+        return self.checker.check(text)
+
+    def severity_name(self, code: str, severity: Severity) -> str:
+        """``error``/``warning``/``information``/``hint`` for a finding, after the user's overrides."""
+        overrides = [(prefix, level) for prefix, level in self.settings.diagnostics.severity if code.startswith(prefix)]
+        if overrides:
+            return max(overrides, key=lambda pair: len(pair[0]))[1]
+        return {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "information"}[severity]
 
     # ------------------------------------------------------------------------------------ documents
 

@@ -3,7 +3,8 @@
 ``initializationOptions``, ``workspace/didChangeConfiguration``, ``workspace/configuration`` and the command
 line all go through :func:`parse_settings`. A value of the wrong type is reported (in Chinese, for the editor)
 and replaced by its default; the other settings still apply. An unknown key is reported too, so a typo does not
-fail silently.
+fail silently. JSON keys are camelCase; nested sections (``diagnostics``) are JSON objects, exactly as VS Code
+delivers ``torchls.diagnostics.select``.
 """
 
 from __future__ import annotations
@@ -15,11 +16,33 @@ import attrs
 import cattrs
 
 SECTION = "torchls"
+SEVERITY_NAMES = ("error", "warning", "information", "hint")
+
+
+@attrs.frozen
+class DiagnosticsSettings:
+    enable: bool = attrs.field(default=True, metadata={"key": "enable", "doc": "是否报告 torchls 的诊断"})
+    select: tuple[str, ...] = attrs.field(
+        default=(), metadata={"key": "select", "doc": "只启用这些规则代码或前缀（如 TL1、TL301）；为空时启用全部"}
+    )
+    ignore: tuple[str, ...] = attrs.field(
+        default=(), metadata={"key": "ignore", "doc": "不启用这些规则代码或前缀（比 select 更具体时优先）"}
+    )
+    severity: tuple[tuple[str, str], ...] = attrs.field(
+        default=(),
+        metadata={
+            "key": "severity",
+            "doc": '按规则代码或前缀改变严重程度：error、warning、information 或 hint（如 {"TL4": "hint"}）',
+        },
+    )
+    debounce_ms: int = attrs.field(
+        default=30, metadata={"key": "debounceMs", "doc": "输入停止多少毫秒后重新检查（0 到 5000）"}
+    )
 
 
 @attrs.frozen
 class Settings:
-    """Everything the server reads from the client. JSON keys are camelCase (``knowledgePaths``)."""
+    """Everything the server reads from the client."""
 
     interpreter: str | None = attrs.field(
         default=None,
@@ -28,6 +51,9 @@ class Settings:
     knowledge_paths: tuple[str, ...] = attrs.field(
         default=(),
         metadata={"key": "knowledgePaths", "doc": "额外的知识库目录，覆盖或补充内置条目"},
+    )
+    diagnostics: DiagnosticsSettings = attrs.field(
+        factory=DiagnosticsSettings, metadata={"key": "diagnostics", "doc": "诊断（避坑检查）"}
     )
 
 
@@ -49,13 +75,67 @@ def _str_tuple(value: Any, _type: Any) -> tuple[str, ...]:
     return tuple(_strict_str(item, str) for item in value)
 
 
+def _strict_bool(value: Any, _type: Any) -> bool:
+    if not isinstance(value, bool):
+        raise TypeError(f"应为 true 或 false，实际是 {type(value).__name__}")
+    return value
+
+
+def _bounded_int(value: Any, _type: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 5000:
+        raise TypeError(f"应为 0 到 5000 之间的整数，实际是 {value!r}")
+    return value
+
+
+def _severity_map(value: Any, _type: Any) -> tuple[tuple[str, str], ...]:
+    if not isinstance(value, Mapping):
+        raise TypeError(f"应为对象（规则代码: 严重程度），实际是 {type(value).__name__}")
+    pairs = []
+    for code, level in value.items():
+        if not isinstance(code, str) or level not in SEVERITY_NAMES:
+            raise TypeError(f"`{code}` 的严重程度应为 {' / '.join(SEVERITY_NAMES)} 之一，实际是 {level!r}")
+        pairs.append((code, level))
+    return tuple(pairs)
+
+
 _converter = cattrs.Converter()
 _converter.register_structure_hook(str, _strict_str)
+_converter.register_structure_hook(bool, _strict_bool)
+_converter.register_structure_hook(int, _bounded_int)
 _converter.register_structure_hook_func(lambda t: t == (str | None), _optional_str)
 _converter.register_structure_hook_func(lambda t: t == tuple[str, ...], _str_tuple)
+_converter.register_structure_hook_func(lambda t: t == tuple[tuple[str, str], ...], _severity_map)
 
+attrs.resolve_types(DiagnosticsSettings)
 attrs.resolve_types(Settings)  # field types are strings under postponed annotations
-_FIELDS = {field.metadata["key"]: field for field in attrs.fields(Settings)}
+
+
+def _fields(cls: type) -> dict[str, attrs.Attribute]:
+    return {field.metadata["key"]: field for field in attrs.fields(cls)}
+
+
+def _parse_section(cls: type, raw: Mapping[str, Any], base: Any, path: str, problems: list[str]) -> Any:
+    values: dict[str, Any] = {}
+    fields = _fields(cls)
+    for key, value in raw.items():
+        field = fields.get(key)
+        if field is None:
+            known = "、".join(sorted(f"{path}{k}" for k in fields))
+            problems.append(f"未知的 torchls 设置项 `{path}{key}`，已忽略（可用的设置项：{known}）")
+            continue
+        if attrs.has(field.type):
+            if not isinstance(value, Mapping):
+                problems.append(f"torchls 设置项 `{path}{key}` 应为对象，实际是 {type(value).__name__}，已忽略")
+                continue
+            values[field.name] = _parse_section(field.type, value, getattr(base, field.name), f"{path}{key}.", problems)
+            continue
+        try:
+            values[field.name] = _converter.structure(value, field.type)
+        except (TypeError, ValueError, cattrs.BaseValidationError) as error:
+            default = getattr(cls(), field.name)
+            problems.append(f"torchls 设置项 `{path}{key}` 的值无效（{_reason(error)}），已改用默认值 {_show(default)}")
+            values[field.name] = default
+    return attrs.evolve(base, **values)
 
 
 def parse_settings(raw: Any, base: Settings | None = None) -> tuple[Settings, list[str]]:
@@ -71,21 +151,8 @@ def parse_settings(raw: Any, base: Settings | None = None) -> tuple[Settings, li
         raw = raw[SECTION]
     if not isinstance(raw, Mapping):
         return base, [f"torchls 设置应为一个对象（JSON 对象），实际是 {type(raw).__name__}，已使用默认设置"]
-    values: dict[str, Any] = {}
     problems: list[str] = []
-    for key, value in raw.items():
-        field = _FIELDS.get(key)
-        if field is None:
-            known = "、".join(sorted(_FIELDS))
-            problems.append(f"未知的 torchls 设置项 `{key}`，已忽略（可用的设置项：{known}）")
-            continue
-        try:
-            values[field.name] = _converter.structure(value, field.type)
-        except (TypeError, ValueError, cattrs.BaseValidationError) as error:
-            default = getattr(Settings(), field.name)
-            problems.append(f"torchls 设置项 `{key}` 的值无效（{_reason(error)}），已改用默认值 {default!r}")
-            values[field.name] = default
-    return attrs.evolve(base, **values), problems
+    return _parse_section(Settings, raw, base, "", problems), problems
 
 
 def _reason(error: Exception) -> str:
@@ -94,6 +161,42 @@ def _reason(error: Exception) -> str:
     return str(error)
 
 
+def _show(default: Any) -> str:
+    if isinstance(default, tuple):
+        return "[]" if not default else repr(list(default))
+    if isinstance(default, bool):
+        return "true" if default else "false"
+    return "null" if default is None else repr(default)
+
+
 def describe_settings() -> dict[str, str]:
-    """Setting key -> Chinese description, for docs and the client's package.json check."""
-    return {key: field.metadata["doc"] for key, field in _FIELDS.items()}
+    """Every setting's dotted key -> its Chinese description (docs, and the client's package.json check)."""
+    described: dict[str, str] = {}
+
+    def walk(cls: type, prefix: str) -> None:
+        for key, field in _fields(cls).items():
+            if attrs.has(field.type):
+                walk(field.type, f"{prefix}{key}.")
+            else:
+                described[f"{prefix}{key}"] = field.metadata["doc"]
+
+    walk(Settings, "")
+    return described
+
+
+def default_values() -> dict[str, Any]:
+    """Every setting's dotted key -> its default, in JSON terms."""
+    defaults: dict[str, Any] = {}
+
+    def walk(instance: Any, prefix: str) -> None:
+        for key, field in _fields(type(instance)).items():
+            value = getattr(instance, field.name)
+            if attrs.has(field.type):
+                walk(value, f"{prefix}{key}.")
+            elif field.type == tuple[tuple[str, str], ...]:
+                defaults[f"{prefix}{key}"] = dict(value)
+            else:
+                defaults[f"{prefix}{key}"] = list(value) if isinstance(value, tuple) else value
+
+    walk(Settings(), "")
+    return defaults

@@ -11,12 +11,27 @@ from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 SERVER_COMMAND = [sys.executable, "-m", "torchls", "serve"]
 
 
+def _recording_client() -> LanguageClient:
+    """pytest-lsp's client, also recording the document version of each publishDiagnostics."""
+    from pygls.protocol import default_converter
+    from pytest_lsp.client import DEFAULT_CLIENT_FEATURES, register_lsp_features
+
+    def publish(client: LanguageClient, params: types.PublishDiagnosticsParams) -> None:
+        client.diagnostics[params.uri] = params.diagnostics
+        client.diagnostic_versions[params.uri] = params.version
+
+    client = LanguageClient(converter_factory=default_converter)
+    client.diagnostic_versions = {}
+    register_lsp_features(client, {**DEFAULT_CLIENT_FEATURES, types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS: publish})
+    return client
+
+
 def server_config(cache_dir: Path) -> ClientServerConfig:
     """The real server over stdio, with its knowledge cache in a private folder."""
     import os
 
     env = {**os.environ, "TORCHLS_CACHE_DIR": str(cache_dir)}
-    return ClientServerConfig(server_command=SERVER_COMMAND, server_env=env)
+    return ClientServerConfig(server_command=SERVER_COMMAND, server_env=env, client_factory=_recording_client)
 
 
 def utf16_position(text: str, line_contains: str, symbol: str, offset: int = 1) -> types.Position:
@@ -66,3 +81,34 @@ async def wait_until_warm(client: LanguageClient, timeout: float = 180.0) -> lis
         if asyncio.get_running_loop().time() > deadline:
             raise AssertionError("the server never finished warming up")
         await asyncio.sleep(0.1)
+
+
+async def wait_for(condition, timeout: float = 30.0, message: str = "timed out waiting for the server") -> None:
+    import asyncio
+
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not condition():
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(message)
+        await asyncio.sleep(0.02)
+
+
+def apply_text_edits(text: str, edits: list[types.TextEdit]) -> str:
+    """Apply LSP edits (UTF-16 positions) to ``text``, as an editor does; independent of torchls's own code."""
+    lines = text.split("\n")
+
+    def offset(position: types.Position) -> int:
+        before = sum(len(line) + 1 for line in lines[: position.line])
+        line = lines[position.line] if position.line < len(lines) else ""
+        units = 0
+        for index, char in enumerate(line):
+            if units >= position.character:
+                return before + index
+            units += 2 if ord(char) > 0xFFFF else 1
+        return before + len(line)
+
+    for edit in sorted(edits, key=lambda e: (e.range.start.line, e.range.start.character), reverse=True):
+        start, end = offset(edit.range.start), offset(edit.range.end)
+        text = text[:start] + edit.new_text + text[end:]
+        lines = text.split("\n")
+    return text

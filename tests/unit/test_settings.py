@@ -37,4 +37,31 @@ def test_missing_keys_keep_the_previous_value():
 
 
 def test_every_setting_is_described_in_chinese():
-    assert set(describe_settings()) == {"interpreter", "knowledgePaths"}
+    described = describe_settings()
+    assert set(described) == {
+        "interpreter",
+        "knowledgePaths",
+        "diagnostics.enable",
+        "diagnostics.select",
+        "diagnostics.ignore",
+        "diagnostics.severity",
+        "diagnostics.debounceMs",
+    }
+    assert all(any("\u4e00" <= ch <= "\u9fff" for ch in text) for text in described.values())
+
+
+def test_nested_section_keeps_good_values_and_reports_bad_ones():
+    settings, problems = parse_settings(
+        {"diagnostics": {"select": ["TL1"], "severity": {"TL4": "hint"}, "debounceMs": 99999, "colour": 1}}
+    )
+    assert settings.diagnostics.select == ("TL1",)
+    assert settings.diagnostics.severity == (("TL4", "hint"),)
+    assert settings.diagnostics.debounce_ms == 30
+    assert any("`diagnostics.debounceMs` 的值无效" in p for p in problems)
+    assert any("`diagnostics.colour`" in p for p in problems)
+
+
+def test_bad_severity_level_is_reported():
+    settings, problems = parse_settings({"diagnostics": {"severity": {"TL4": "loud"}}})
+    assert settings.diagnostics.severity == ()
+    assert "loud" in problems[0]

@@ -15,6 +15,7 @@ from torchls.core.interpreter import Interpreter
 from torchls.core.parsing import parse_tolerant
 from torchls.core.rules import ALL_RULES
 from torchls.core.rules.base import Context, Rule
+from torchls.core.statements import child_statements
 from torchls.core.text import SourceText
 
 _NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]*(?:\s*,\s*[A-Z]+[0-9]*)*))?", re.IGNORECASE)
@@ -65,7 +66,11 @@ class Checker:
         parsed = parse_tolerant(text)
         source = SourceText(text)
         ctx = Context(source, _imports(parsed.tree))
-        rules = [cls() for cls in self.rule_classes]
+        rules = [
+            cls()
+            for cls in self.rule_classes
+            if not cls.requires_text or any(word in text for word in cls.requires_text)
+        ]
         dispatch: dict[type[ast.AST], list[Rule]] = {}
         for rule in rules:
             for node_type in rule.node_types:
@@ -103,9 +108,12 @@ def _syntax_error(text: str) -> str | None:
 
 
 def _imports(tree: ast.Module) -> dict[str, str]:
-    """Local name -> qualified module or object, for every absolute import in the file."""
+    """Local name -> qualified module or object, for every absolute import in the file (statements only)."""
     table: dict[str, str] = {}
-    for node in ast.walk(tree):
+    stack: list[ast.AST] = list(tree.body)
+    while stack:
+        node = stack.pop()
+        stack.extend(child_statements(node))
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.asname:
@@ -118,3 +126,19 @@ def _imports(tree: ast.Module) -> dict[str, str]:
                 if alias.name != "*":
                     table[alias.asname or alias.name] = f"{node.module}.{alias.name}"
     return table
+
+
+def noqa_comment(line: str, code: str) -> tuple[int, int, str] | None:
+    """How to suppress ``code`` on ``line``: replace ``line[start:end]`` with ``text``; None when already done.
+
+    Adds ``  # noqa: TL301`` at the end, or extends an existing ``# noqa: TL101`` to ``# noqa: TL101, TL301``.
+    """
+    codes = suppressed_codes(line)
+    if codes is not None and ("" in codes or code in codes):
+        return None
+    if codes is not None:
+        match = _NOQA.search(line, line.index("#"))
+        assert match is not None
+        return match.end(), match.end(), f", {code}"
+    end = len(line.rstrip())
+    return end, len(line), f"  # noqa: {code}"

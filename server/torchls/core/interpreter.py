@@ -20,10 +20,12 @@ from typing import Any
 from torchls.core import layers, shapes
 from torchls.core.facts import DTYPE_METHODS
 from torchls.core.rules.base import CallInfo, Context, Rule
+from torchls.core.statements import assigned_names, self_attributes_assigned
 from torchls.core.values import (
     ACCELERATOR,
     CPU,
     CUDA,
+    INTEGER_DTYPES,
     LOG_SOFTMAX,
     LOGITS,
     LOSS,
@@ -141,6 +143,7 @@ PROVENANCE_FUNCTIONS = frozenset(
     "special.softmax special.log_softmax special.expit".split()
 )
 PROVENANCE_METHODS = frozenset({"softmax", "log_softmax", "sigmoid"})
+TENSOR_ONLY_CONVERSIONS = frozenset({"long", "float", "half", "double", "bfloat16"})
 SHAPE_METHODS = frozenset(
     "view reshape permute transpose squeeze unsqueeze flatten expand repeat size sum mean amax amin argmax argmin "
     "max min softmax log_softmax".split()
@@ -241,6 +244,8 @@ class Interpreter:
             ast.UnaryOp: self._unaryop,
             ast.Subscript: self._subscript,
             ast.IfExp: self._ifexp,
+            ast.NamedExpr: self._namedexpr,
+            ast.JoinedStr: self._joinedstr,
         }
         self._stmt_table: dict[type[ast.AST], Callable[[Any, Env], None]] = {
             ast.Assign: self._assign,
@@ -270,10 +275,11 @@ class Interpreter:
     def run(self, tree: ast.Module) -> None:
         counts: dict[str, int] = {}
         for stmt in tree.body:
-            for target in _assigned_names(stmt):
+            for target in assigned_names(stmt):
                 counts[target] = counts.get(target, 0) + 1
         self.stable_globals = {name for name, count in counts.items() if count == 1}
-        self.default_device_changed = "set_default_device" in self.ctx.source.text
+        text = self.ctx.source.text
+        self.default_device_changed = "set_default_device" in text or "set_default_tensor_type" in text
         self.ctx.file_facts["classes"] = self.classes
         self.ctx.tree = tree
         self.block(tree.body, self.module_env)
@@ -307,17 +313,19 @@ class Interpreter:
         self._visit_rules(node)
 
     def expr(self, node: ast.expr, env: Env) -> Value:
-        handler = self._expr_table.get(type(node))
+        kind = type(node)
+        handler = self._expr_table.get(kind)
         value = handler(node, env) if handler is not None else self._generic(node, env)
         if value is not None:
             self.ctx.values[node] = value
-        self._visit_rules(node)
+        if kind in self.dispatch:  # inline test: this runs for every expression in the file
+            self._visit_rules(node)
         return value
 
     def _generic(self, node: ast.AST, env: Env) -> Value:
         if isinstance(node, ast.Lambda | ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp):
             inner = dict(env)
-            for name in _assigned_names(node):
+            for name in assigned_names(node):
                 inner[name] = None
             if isinstance(node, ast.Lambda):
                 for arg in node.args.args:
@@ -351,6 +359,9 @@ class Interpreter:
             current = self.expr(node.target, env)
         other = self.expr(node.value, env)
         result = self._arithmetic(current, other, node.op, node)
+        if isinstance(current, TensorValue) and isinstance(result, TensorValue):
+            # `w -= x` on a tensor is in place: still the same (leaf) tensor, now with other values.
+            result = result.with_(is_leaf=current.is_leaf, origin=current.origin, requires_grad=current.requires_grad)
         if isinstance(node.target, ast.Name):
             env[node.target.id] = result
 
@@ -375,7 +386,7 @@ class Interpreter:
     def _loop_env(self, node: ast.AST, env: Env) -> Env:
         """The env a loop body starts with: names the loop assigns are unknown, as after any iteration."""
         inner = dict(env)
-        for name in _assigned_names(node):
+        for name in assigned_names(node):
             inner[name] = None
         return inner
 
@@ -395,17 +406,23 @@ class Interpreter:
         _merge_into(env, env, inner)
 
     def _with(self, node: ast.With | ast.AsyncWith, env: Env) -> None:
-        disables_grad = False
+        mode: bool | None = None
+        sets_device = False
         for item in node.items:
             self.expr(item.context_expr, env)
             if item.optional_vars is not None:
                 self.bind(item.optional_vars, None, env)
-            disables_grad |= _disables_grad(item.context_expr, self.ctx)
-        previous = self.ctx.grad_enabled
-        if disables_grad:
-            self.ctx.grad_enabled = False
+            item_mode = _grad_mode(item.context_expr, self.ctx)
+            mode = item_mode if item_mode is not None else mode
+            context = item.context_expr
+            sets_device |= isinstance(context, ast.Call) and self.ctx.qualify(context.func) == "torch.device"
+        previous = (self.ctx.grad_enabled, self.default_device_changed)
+        if mode is not None:
+            self.ctx.grad_enabled = mode
+        if sets_device:
+            self.default_device_changed = True  # `with torch.device("cuda"):` makes factories create there
         self.block(node.body, env)
-        self.ctx.grad_enabled = previous
+        self.ctx.grad_enabled, self.default_device_changed = previous
 
     def _try(self, node: ast.Try, env: Env) -> None:
         before = dict(env)
@@ -442,8 +459,8 @@ class Interpreter:
                 inner[arg.arg] = None
         saved = (self.ctx.function, self.ctx.klass, self._returns, self.ctx.grad_enabled)
         self.ctx.function, self.ctx.klass, self._returns = node, klass, []
-        if any(_disables_grad(d, self.ctx) for d in node.decorator_list):
-            self.ctx.grad_enabled = False
+        # A body runs when called, not where it is defined: only its own decorators set its grad mode.
+        self.ctx.grad_enabled = not any(_disables_grad(d, self.ctx) for d in node.decorator_list)
         try:
             self.block(node.body, inner)
             returns = self._returns
@@ -463,7 +480,7 @@ class Interpreter:
         methods = [s for s in node.body if isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef)]
         for method in methods:
             if method.name != "__init__":
-                info.unstable.update(_self_attributes_assigned(method))
+                info.unstable.update(self_attributes_assigned(method))
         class_env: Env = {}
         for statement in node.body:
             if not isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef):
@@ -521,6 +538,11 @@ class Interpreter:
             for child in ast.iter_child_nodes(target):
                 if isinstance(child, ast.expr):
                     self.expr(child, env)
+            if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
+                changed = env.get(target.value.id)
+                if isinstance(changed, TensorValue):
+                    # x[i] = v changes values in place: same shape, but no longer what made it (softmax...).
+                    env[target.value.id] = changed.with_(provenance=None, origin=None)
             self._visit_rules(target)
 
     def _load(self, name: str, env: Env) -> Value:
@@ -559,6 +581,19 @@ class Interpreter:
         if CUDA in devices and len(devices) == 2 and None not in devices:
             return DeviceValue(ACCELERATOR)  # "cuda" if torch.cuda.is_available() else "cpu"
         return merge(body, orelse)
+
+    def _joinedstr(self, node: ast.JoinedStr, env: Env) -> Value:
+        for part in node.values:
+            self.expr(part, env)
+        first = node.values[0] if node.values else None
+        if isinstance(first, ast.Constant) and isinstance(first.value, str) and first.value.startswith("cuda"):
+            return DeviceValue(CUDA)  # f"cuda:{rank}" names a cuda device whatever the index
+        return None
+
+    def _namedexpr(self, node: ast.NamedExpr, env: Env) -> Value:
+        value = self.expr(node.value, env)
+        env[node.target.id] = value
+        return value
 
     def _unaryop(self, node: ast.UnaryOp, env: Env) -> Value:
         operand = self.expr(node.operand, env)
@@ -657,12 +692,17 @@ class Interpreter:
             return self._derived(left, right, shape)  # type: ignore[arg-type]
         tensor = tensors[0]
         other = right if tensor is left else left
-        if other is not None and not isinstance(other, Literal):
-            return TensorValue(device=tensor.device)
+        if not isinstance(other, Literal):
+            return TensorValue()  # the other side may be a tensor of any shape (broadcasting) or device
+        dtype = tensor.dtype
+        if dtype in INTEGER_DTYPES and (
+            isinstance(op, ast.Div | ast.Pow) or (isinstance(other, Literal) and isinstance(other.value, float))
+        ):
+            dtype = "torch.float32"  # int tensor / 2 and int tensor * 0.5 are float
         return TensorValue(
             shape=tensor.shape,
             tail=tensor.tail,
-            dtype=tensor.dtype,
+            dtype=dtype,
             device=tensor.device,
             requires_grad=tensor.requires_grad,
             is_leaf=False,
@@ -732,8 +772,21 @@ class Interpreter:
                 and self.ctx.qualify(node.func.value) is None
             ):
                 receiver = TensorValue()  # only tensors have .softmax()/.sigmoid() in torch code
+            if (
+                receiver is None
+                and info.method in TENSOR_ONLY_CONVERSIONS
+                and isinstance(node.func, ast.Attribute)
+                and self.ctx.qualify(node.func.value) is None
+            ):
+                return TensorValue(dtype=DTYPE_METHODS[info.method])  # y.long(): whatever y was, now an int64 tensor
             if isinstance(receiver, TensorValue):
-                return self._tensor_method(receiver, info.method, info)
+                result = self._tensor_method(receiver, info.method, info)
+                if info.method.endswith("_") and isinstance(node.func, ast.Attribute):
+                    target = node.func.value
+                    if isinstance(target, ast.Name):
+                        # In place: the name now holds what the method made of it (unknown if not modelled).
+                        env[target.id] = result if isinstance(result, TensorValue) else None
+                return result
             if isinstance(receiver, ModuleValue):
                 return self._module_method(receiver, info, env)
             if isinstance(receiver, InstanceValue):
@@ -741,6 +794,8 @@ class Interpreter:
             return None
         if info.module is not None:
             return self._apply_module(info.module, info)
+        if isinstance(node.func, ast.Name) and node.func.id == "enumerate" and "enumerate" not in env and info.args:
+            return InstanceValue("builtins.enumerate", (("of", info.args[0]),), Origin(node.args[0], "enumerate"))
         if isinstance(node.func, ast.Name) and node.func.id in self.classes:
             klass = self.classes[node.func.id]
             if klass.is_module:
@@ -763,6 +818,16 @@ class Interpreter:
             return DeviceValue(parse_device(info.arg(0, "type")))
         if qualname in CREATION_FUNCTIONS:
             return self._create(qualname, info)
+        if qualname in ("torch.nn.Parameter", "torch.nn.parameter.Parameter"):
+            data = info.arg(0, "data")
+            base = data if isinstance(data, TensorValue) else TensorValue()
+            return base.with_(
+                requires_grad=_literal(info.arg(1, "requires_grad")) is not False,
+                is_leaf=True,
+                provenance=None,
+                device=None,  # a parameter moves with its module: its device is the module's
+                origin=Origin(node, "在这里创建了 `nn.Parameter`"),
+            )
         if qualname.startswith("torch.nn.") and short[:1].isupper() and qualname.count(".") == 2:
             return self._construct_layer(short, qualname, info)
         if qualname.startswith(TRACKED_CLASSES) and short[:1].isupper():
@@ -774,13 +839,16 @@ class Interpreter:
                 on_cpu = all(isinstance(v, TensorValue) and v.device == CPU for v in info.args) and bool(info.args)
                 args.append(("on_cpu", on_cpu))
             return InstanceValue(qualname, tuple(args), Origin(node, f"在这里创建了 `{short}`"))
+        if qualname in ("tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "tqdm.std.tqdm") and info.args:
+            # tqdm(loader) iterates what loader does
+            return InstanceValue("progress", (("of", info.args[0]),), Origin(node.args[0], "tqdm"))
         if qualname.startswith("torchvision.datasets.") and short[:1].isupper():
             return InstanceValue("dataset", (("on_cpu", True),), Origin(node, f"在这里创建了 `{short}`"))
         if qualname in LOSS_FUNCTIONS:
             return self._loss_value(info.kwargs.get("reduction"), info.arg(0, "input"), node)
         receiver = info.arg(0, "input")
-        if receiver is None and qualname in PROVENANCE_FUNCTIONS:
-            receiver = TensorValue()  # whatever went in, a softmax/sigmoid gives a tensor of that kind
+        if receiver is None and (qualname in PROVENANCE_FUNCTIONS or qualname == "torch.nn.functional.one_hot"):
+            receiver = TensorValue()  # whatever went in, a softmax/sigmoid/one_hot gives a tensor of that kind
         if not isinstance(receiver, TensorValue):
             if qualname in ("torch.cat", "torch.concat", "torch.concatenate", "torch.stack"):
                 return self._join(short, info)
@@ -867,6 +935,11 @@ class Interpreter:
         elif short == "full":
             dims = _dims(info.args[:1])
             shape = tuple(dims) if dims is not None else None
+            fill = _literal(info.arg(1, "fill_value"))
+            if dtype is None:  # torch.full takes its dtype from the fill value
+                dtype = "torch.bool" if isinstance(fill, bool) else "torch.int64" if isinstance(fill, int) else None
+                if isinstance(fill, float) and "set_default_dtype" not in self.ctx.source.text:
+                    dtype = "torch.float32"
         elif short == "randint":
             size = info.arg(2, "size") if len(info.args) >= 3 else info.arg(1, "size")
             dims = _dims([size]) if isinstance(size, TupleValue) else None
@@ -892,8 +965,8 @@ class Interpreter:
             data = info.args[0] if info.args else None
             shape, inferred = _nested_shape(data)
             dtype = dtype or inferred
-            if short == "as_tensor" and not info.has_keyword("device"):
-                device = None  # as_tensor keeps the device of a tensor argument
+            if inferred is None and not info.has_keyword("device"):
+                device = None  # not a literal: may be a tensor, whose device the copy keeps
         elif short == "from_numpy":
             device = CPU
         strides = shapes.contiguous_strides(shape) if shapes.known(shape) else None
@@ -1104,8 +1177,10 @@ class Interpreter:
             other = info.arg(0, "other")
             dtype = other.dtype if isinstance(other, TensorValue) else None
         else:  # to(device), to(dtype), to(other), to(device, dtype)
-            for value in [*info.args, info.kwargs.get("device"), info.kwargs.get("dtype")]:
-                if value is None:
+            given = list(info.args) + [info.kwargs[k] for k in ("device", "dtype", "other") if k in info.kwargs]
+            for value in given:
+                if value is None:  # a variable we cannot read: it may be a device, a dtype or a tensor
+                    device = dtype = None
                     continue
                 literal = _literal(value)
                 if isinstance(literal, str) and literal.startswith("torch."):
@@ -1196,12 +1271,13 @@ class Interpreter:
         if method in ("to", "cuda", "cpu"):
             device = CUDA if method == "cuda" else CPU if method == "cpu" else None
             if method == "to":
-                for value in [*info.args, info.kwargs.get("device")]:
+                candidates = list(info.args) + ([info.kwargs["device"]] if "device" in info.kwargs else [])
+                for value in candidates:
                     literal = _literal(value)
                     if isinstance(literal, str) and literal.startswith("torch."):
-                        continue  # a dtype
-                    if value is not None or info.args:
-                        device = parse_device(value)
+                        continue  # model.to(torch.float16): a dtype, not a device
+                    device = value.device if isinstance(value, TensorValue) else parse_device(value)
+                    break
             moved = ModuleValue(module.qualname, module.args, module.children, module.user_class, device, module.origin)
             func = info.node.func
             if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
@@ -1221,10 +1297,13 @@ class Interpreter:
             klass = self.classes.get(module.user_class)
             returned = klass.forward_return if klass is not None else None
             if isinstance(returned, TensorValue):
+                # A moved model computes on its device, unless its own code moves tensors around.
+                device = module.device if klass is not None and not _moves_to_device(klass.node) else None
                 return TensorValue(
                     shape=returned.shape,
                     tail=returned.tail,
                     dtype=returned.dtype,
+                    device=device,
                     provenance=returned.provenance,
                     origin=returned.origin,
                     is_leaf=False,
@@ -1247,9 +1326,12 @@ class Interpreter:
             return None
         value = x if x is not None else TensorValue()
         for child in module.children:
-            if child is None or not isinstance(value, TensorValue):
+            if not isinstance(value, TensorValue):
                 return None
-            value = self.layer_output(child, value, info.node)
+            result = self.layer_output(child, value, info.node) if child is not None else None
+            # A layer we do not model still hands one tensor on: unknown, but later layers (a final Softmax)
+            # still say what they make of it.
+            value = result if result is not None else TensorValue()
         return value
 
     def layer_output(self, module: ModuleValue, x: TensorValue, node: ast.AST) -> Value:
@@ -1259,6 +1341,12 @@ class Interpreter:
 
     def _iteration(self, iterable: Value, node: ast.expr) -> Value:
         """What each item of ``for ... in iterable`` is, when known."""
+        if isinstance(iterable, InstanceValue) and iterable.qualname in ("builtins.enumerate", "progress"):
+            inner_node = iterable.origin.node if iterable.origin is not None else node
+            inner = self._iteration(iterable.arg("of"), inner_node)  # type: ignore[arg-type]
+            if iterable.qualname == "progress":
+                return inner
+            return TupleValue((None, inner)) if inner is not None else None
         if isinstance(iterable, InstanceValue):
             dataset = iterable.arg("dataset")
             if (
@@ -1273,8 +1361,12 @@ class Interpreter:
                     device=CPU, is_leaf=True, origin=Origin(node, "这个 batch 来自 DataLoader，在 CPU 上")
                 )
                 return TupleValue((item, item))
-            if iterable.qualname in ("torch.nn.Module.parameters",):
-                return TensorValue(requires_grad=True, is_leaf=True)
+            if iterable.qualname == "torch.nn.Module.parameters":
+                return TensorValue(requires_grad=True, is_leaf=True, origin=Origin(node, "模型参数"))
+            if iterable.qualname == "torch.nn.Module.named_parameters":
+                return TupleValue(
+                    (None, TensorValue(requires_grad=True, is_leaf=True, origin=Origin(node, "模型参数")))
+                )
         if isinstance(iterable, TensorValue) and iterable.shape:
             return TensorValue(shape=iterable.shape[1:], dtype=iterable.dtype, device=iterable.device, is_leaf=False)
         return None
@@ -1304,47 +1396,28 @@ def _nested_shape(value: Value) -> tuple[Any, str | None]:
     return (len(value.items), *shapes_seen.pop()), dtype
 
 
-def _assigned_names(node: ast.AST) -> set[str]:
-    """Names bound anywhere inside ``node`` (not inside nested functions or classes)."""
-    names: set[str] = set()
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        for child in ast.iter_child_nodes(current):
-            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-                names.add(child.name)
-                continue
-            if isinstance(child, ast.Name) and isinstance(child.ctx, ast.Store):
-                names.add(child.id)
-            elif isinstance(child, ast.alias):
-                names.add((child.asname or child.name).split(".")[0])
-            stack.append(child)
-    if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-        names.add(node.id)
-    return names
-
-
 def _moves_to_device(klass: ast.ClassDef) -> bool:
     """True when a Dataset class's code calls ``.cuda()`` or ``.to(...)``: its samples may not be on the CPU."""
     return any(isinstance(node, ast.Attribute) and node.attr in ("cuda", "to") for node in ast.walk(klass))
 
 
-def _self_attributes_assigned(function: ast.AST) -> set[str]:
-    found = set()
-    for node in ast.walk(function):
-        if (
-            isinstance(node, ast.Attribute)
-            and isinstance(node.ctx, ast.Store)
-            and isinstance(node.value, ast.Name)
-            and node.value.id == "self"
-        ):
-            found.add(node.attr)
-    return found
-
-
 def _merge_into(env: Env, a: Env, b: Env) -> None:
     for name in set(a) | set(b):
         env[name] = merge(a.get(name), b.get(name)) if name in a and name in b else None
+
+
+def _grad_mode(expr: ast.expr, ctx: Context) -> bool | None:
+    """What a ``with`` item does to grad mode: True (enables), False (disables) or None (leaves it)."""
+    call = expr if isinstance(expr, ast.Call) else None
+    qualname = ctx.qualify(call.func if call is not None else expr)
+    first = call.args[0] if call is not None and call.args else None
+    if qualname in ("torch.enable_grad", "torch.autograd.enable_grad"):
+        return True
+    if qualname in ("torch.set_grad_enabled", "torch.autograd.set_grad_enabled") and isinstance(first, ast.Constant):
+        return bool(first.value)
+    if qualname in ("torch.inference_mode", "torch.autograd.inference_mode") and isinstance(first, ast.Constant):
+        return None if first.value is False else False  # inference_mode(False) changes nothing
+    return False if _disables_grad(expr, ctx) else None
 
 
 def _disables_grad(expr: ast.expr, ctx: Context) -> bool:

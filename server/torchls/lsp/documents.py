@@ -1,14 +1,32 @@
-"""Document lifecycle beyond what pygls keeps: drop a closed document's parsed index."""
+"""Document lifecycle: check on open, change (debounced) and save; on close drop the parsed index and clear."""
 
 from __future__ import annotations
 
 from lsprotocol import types
 
+from torchls.lsp import diagnostics
 from torchls.lsp.server import TorchLanguageServer
 
 
+def _debounce(ls: TorchLanguageServer) -> float:
+    return ls.session.settings.diagnostics.debounce_ms / 1000 if ls.session else 0.0
+
+
 def register(server: TorchLanguageServer) -> None:
+    @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+    def did_open(ls: TorchLanguageServer, params: types.DidOpenTextDocumentParams) -> None:
+        diagnostics.schedule(ls, params.text_document.uri, 0)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+    def did_change(ls: TorchLanguageServer, params: types.DidChangeTextDocumentParams) -> None:
+        diagnostics.schedule(ls, params.text_document.uri, _debounce(ls))
+
+    @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
+    def did_save(ls: TorchLanguageServer, params: types.DidSaveTextDocumentParams) -> None:
+        diagnostics.schedule(ls, params.text_document.uri, 0)
+
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: TorchLanguageServer, params: types.DidCloseTextDocumentParams) -> None:
         if ls.session is not None:
             ls.session.forget(params.text_document.uri)
+        diagnostics.clear(ls, params.text_document.uri)

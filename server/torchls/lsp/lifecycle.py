@@ -8,6 +8,7 @@ import uuid
 
 from lsprotocol import types
 
+from torchls.lsp import diagnostics
 from torchls.lsp.server import TorchLanguageServer
 from torchls.session import Session
 from torchls.settings import Settings, parse_settings
@@ -30,9 +31,12 @@ def _apply(ls: TorchLanguageServer, raw: object) -> bool:
     assert ls.session is not None
     settings, problems = parse_settings(raw, ls.session.settings)
     before = ls.session.resolver
+    previous = ls.session.settings
     problems.extend(ls.session.apply_settings(settings))
     for problem in problems:
         ls.show(problem)
+    if settings.diagnostics != previous.diagnostics or settings.knowledge_paths != previous.knowledge_paths:
+        diagnostics.recheck_all(ls)
     return ls.session.resolver is not before
 
 

@@ -20,6 +20,7 @@ class TorchLanguageServer(LanguageServer):
         self.session: Session | None = None
         self.pending_messages: list[str] = []  # problems found in `initialize`, shown once `initialized`
         self.background_tasks: set[asyncio.Task] = set()  # strong references, so tasks are not collected
+        self.diagnostic_tasks: dict[str, asyncio.Task] = {}  # the pending check of each document
 
     @property
     def encoding(self) -> Encoding:
@@ -35,11 +36,11 @@ class TorchLanguageServer(LanguageServer):
 
 def create_server() -> TorchLanguageServer:
     from torchls.core.parsing import serialize_ast_parsing
-    from torchls.lsp import documents, hover, lifecycle
+    from torchls.lsp import code_actions, documents, hover, lifecycle
 
     serialize_ast_parsing()  # the event loop and the jedi thread both parse Python
 
     server = TorchLanguageServer()
-    for feature in (lifecycle, documents, hover):
+    for feature in (lifecycle, documents, hover, code_actions):
         feature.register(server)
     return server

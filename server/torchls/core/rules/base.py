@@ -30,6 +30,9 @@ class Rule:
     kb_entry: ClassVar[str | None] = None  # the knowledge-base card whose pitfall this rule enforces
     node_types: ClassVar[tuple[type[ast.AST], ...]] = ()
     fixable: ClassVar[bool] = False
+    # Words the file must contain (any one of them) for this rule to possibly report: a file without them skips
+    # the rule entirely. Keeps the checker fast on library code that never trains, loads or moves anything.
+    requires_text: ClassVar[tuple[str, ...]] = ()
 
     def visit(self, node: Any, ctx: Context) -> None:
         """Called once per node of :attr:`node_types`, after its sub-expressions were evaluated."""

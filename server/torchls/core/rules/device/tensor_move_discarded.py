@@ -28,6 +28,20 @@ class TensorMoveDiscarded(Rule):
     """
 
     code = "TL201"
+    requires_text = (
+        ".to(",
+        ".cuda(",
+        ".cpu(",
+        ".float(",
+        ".double(",
+        ".half(",
+        ".long(",
+        ".int(",
+        ".bool(",
+        ".short(",
+        ".byte(",
+        ".bfloat16(",
+    )
     name = "tensor-move-discarded"
     severity = Severity.ERROR
     kb_entry = "torch.Tensor.to"

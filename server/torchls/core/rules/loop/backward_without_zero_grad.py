@@ -4,6 +4,7 @@ import ast
 
 from torchls.core.findings import Severity
 from torchls.core.rules.base import Context, Rule
+from torchls.core.statements import assigned_names
 from torchls.core.values import InstanceValue
 
 
@@ -30,14 +31,18 @@ class BackwardWithoutZeroGrad(Rule):
     """
 
     code = "TL401"
+    requires_text = ("backward",)
     name = "backward-without-zero-grad"
     severity = Severity.ERROR
     kb_entry = "torch.optim.Optimizer.zero_grad"
     node_types = (ast.For, ast.While, ast.AsyncFor)
 
     def visit(self, node: ast.For | ast.While | ast.AsyncFor, ctx: Context) -> None:
+        if "backward" not in ctx.source.text:  # most files never train: skip their loops cheaply
+            return
         backward: ast.Call | None = None
         steps = zeroes = False
+        rebound = assigned_names(node)  # an optimizer built inside the loop starts from fresh parameters
         called: set[str] = set()
         for inner in _walk_body(node):
             if isinstance(inner, ast.Call):
@@ -45,7 +50,7 @@ class BackwardWithoutZeroGrad(Rule):
                 if isinstance(func, ast.Attribute):
                     if func.attr == "backward" and backward is None:
                         backward = inner
-                    elif func.attr == "step" and _is_optimizer(func.value, ctx):
+                    elif func.attr == "step" and _is_optimizer(func.value, ctx) and not _names(func.value) & rebound:
                         steps = True
                     elif func.attr in ("zero_grad", "zero_"):
                         zeroes = True
@@ -70,6 +75,10 @@ def _walk_body(loop: ast.AST):
             continue
         yield node
         stack.extend(ast.iter_child_nodes(node))
+
+
+def _names(node: ast.expr) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
 
 
 def _is_optimizer(node: ast.expr, ctx: Context) -> bool:

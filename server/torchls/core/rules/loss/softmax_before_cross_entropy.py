@@ -4,10 +4,8 @@ import ast
 
 from torchls.core.findings import Fix, Severity
 from torchls.core.rules.base import Context, Rule
-from torchls.core.rules.loss.calls import loss_call
+from torchls.core.rules.loss.calls import loss_call, reliable, remove_call, written_call
 from torchls.core.values import SOFTMAX
-
-_SOFTMAX_CALLS = frozenset({"torch.softmax", "torch.nn.functional.softmax", "torch.special.softmax"})
 
 
 class SoftmaxBeforeCrossEntropy(Rule):
@@ -25,10 +23,12 @@ class SoftmaxBeforeCrossEntropy(Rule):
 
     **改正**：`loss = nn.CrossEntropyLoss()(logits, labels)`；需要概率时（如计算准确率）另外做 softmax。
 
-    **自动修复**：安全：softmax 直接写在损失函数的参数里时，去掉这层 softmax（其他地方的 softmax 不动）。
+    **自动修复**：安全：softmax 直接写在损失函数的参数里时（包括后面跟着 `.view(-1, C)`、`.float()` 这类只改形状或
+    类型的方法），去掉这层 softmax；写在别处的 softmax 不动，不提供修复。
     """
 
     code = "TL301"
+    requires_text = ("cross_entropy", "CrossEntropyLoss")
     name = "softmax-before-cross-entropy"
     severity = Severity.ERROR
     kb_entry = "torch.nn.CrossEntropyLoss"
@@ -37,32 +37,20 @@ class SoftmaxBeforeCrossEntropy(Rule):
 
     def visit(self, node: ast.Call, ctx: Context) -> None:
         loss = loss_call(node, ctx)
-        if loss is None or loss.kind != "CrossEntropyLoss":
+        if loss is None or loss.kind != "CrossEntropyLoss" or loss.input_node is None:
             return
         x = loss.input(ctx)
-        if x is None or x.provenance != SOFTMAX:
+        if x is None or x.provenance != SOFTMAX or not reliable(loss.input_node, ctx):
             return
         fix = None
-        inner = _softmax_input(loss.input_node, ctx)
-        if inner is not None:
-            fix = Fix("去掉损失函数参数里的 softmax，直接传 logits", (ctx.replace(loss.input_node, ctx.text(inner)),))
+        written = written_call(loss.input_node, ctx, "softmax")
+        if written is not None:
+            edit = remove_call(loss.input_node, written[0], written[1], ctx)
+            if edit is not None:
+                fix = Fix("去掉损失函数参数里的 softmax，直接传 logits", (edit,))
         ctx.report(
             node,
             f"`{loss.label}` 的输入已经过 softmax；它内部会再做 log_softmax，应直接传 logits",
             fix=fix,
             related=ctx.related(x.origin),
         )
-
-
-def _softmax_input(node: ast.expr | None, ctx: Context) -> ast.expr | None:
-    """``x`` when ``node`` is itself ``F.softmax(x, ...)``, ``x.softmax(...)`` or ``nn.Softmax(...)(x)``."""
-    if not isinstance(node, ast.Call):
-        return None
-    call = ctx.call(node)
-    if call.qualname in _SOFTMAX_CALLS:
-        return call.arg_node(0, "input")
-    if call.method == "softmax" and isinstance(node.func, ast.Attribute):
-        return node.func.value
-    if call.module is not None and call.module.qualname == "torch.nn.Softmax":
-        return call.arg_node(0, "input")
-    return None

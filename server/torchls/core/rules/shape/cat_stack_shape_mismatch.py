@@ -24,6 +24,7 @@ class CatStackShapeMismatch(RecordedProblemRule):
     """
 
     code = "TL105"
+    requires_text = ("cat", "stack", "concat")
     name = "cat-stack-shape-mismatch"
     severity = Severity.ERROR
     kb_entry = "torch.cat"

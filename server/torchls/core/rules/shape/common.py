@@ -11,7 +11,8 @@ from torchls.core.rules.base import Context, Rule
 
 def recorded_problem(node: ast.AST, ctx: Context, kind: str) -> str | None:
     """The message of a shape problem of ``kind`` the interpreter recorded while evaluating ``node``."""
-    found = ctx.file_facts.get("problems", {}).get(node)
+    problems = ctx.file_facts.get("problems")
+    found = problems.get(node) if problems else None
     return found[1] if found and found[0] == kind else None
 
 
@@ -41,8 +42,10 @@ class LayerInputRule(Rule):
     def visit(self, node: ast.Call, ctx: Context) -> None:
         call = ctx.call(node)
         layer = call.module
+        if layer is None or layer.user_class is not None:
+            return
         x = ctx.tensor(call.arg_node(0, "input") or call.arg_node(0, "query"))
-        if layer is None or x is None:
+        if x is None:
             return
         problem = input_problem(layer, x)
         if problem is None or problem[0] != self.problem_kind:

@@ -24,6 +24,7 @@ class ConvInChannelsMismatch(LayerInputRule):
     """
 
     code = "TL108"
+    requires_text = ("Conv",)
     name = "conv-in-channels-mismatch"
     severity = Severity.ERROR
     kb_entry = "torch.nn.Conv2d"

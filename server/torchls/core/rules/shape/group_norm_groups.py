@@ -23,6 +23,7 @@ class GroupNormGroupsNotDividing(Rule):
     """
 
     code = "TL114"
+    requires_text = ("GroupNorm",)
     name = "group-norm-groups-not-dividing"
     severity = Severity.ERROR
     kb_entry = "torch.nn.BatchNorm2d"

@@ -24,6 +24,7 @@ class NormFeaturesMismatch(LayerInputRule):
     """
 
     code = "TL109"
+    requires_text = ("Norm",)
     name = "norm-features-mismatch"
     severity = Severity.ERROR
     kb_entry = "torch.nn.BatchNorm2d"

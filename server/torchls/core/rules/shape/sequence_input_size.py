@@ -22,6 +22,7 @@ class SequenceInputSizeMismatch(LayerInputRule):
     """
 
     code = "TL113"
+    requires_text = ("LSTM", "GRU", "RNN", "MultiheadAttention")
     name = "sequence-input-size-mismatch"
     severity = Severity.ERROR
     kb_entry = "torch.nn.LSTM"

@@ -26,6 +26,7 @@ class SqueezeNonSingletonDim(Rule):
     """
 
     code = "TL106"
+    requires_text = ("squeeze",)
     name = "squeeze-non-singleton-dim"
     severity = Severity.WARNING
     kb_entry = "torch.Tensor.squeeze"

@@ -26,6 +26,7 @@ class ViewOnNonContiguous(RecordedProblemRule):
     """
 
     code = "TL104"
+    requires_text = ("view",)
     name = "view-on-non-contiguous"
     severity = Severity.ERROR
     kb_entry = "torch.Tensor.contiguous"

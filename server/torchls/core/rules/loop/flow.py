@@ -1,0 +1,445 @@
+"""What the training-loop rules need to know about a file's structure, beyond the interpreter's values.
+
+Parents of nodes, the scope (function or module) a node runs in, the grad mode a node provably runs under, the
+places a name is bound, and the textual order of statements, which in straight-line code is the order they run.
+Everything here answers "unknown" (None) rather than guess.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from torchls.core.rules.base import Context
+
+Scope = ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef | ast.Module
+FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+LOOPS = (ast.For, ast.AsyncFor, ast.While)
+
+# Grad modes.
+DISABLED = "disabled"  # under no_grad / inference_mode / set_grad_enabled(False)
+ENABLED = "enabled"  # module level, or under enable_grad / set_grad_enabled(True)
+CALLER = "caller"  # a function body that sets nothing: whatever mode its caller runs it in (normally enabled)
+
+_NO_GRAD = frozenset(
+    {
+        "torch.no_grad",
+        "torch.autograd.no_grad",
+        "torch.autograd.grad_mode.no_grad",
+    }
+)
+_INFERENCE_MODE = frozenset(
+    {"torch.inference_mode", "torch.autograd.inference_mode", "torch.autograd.grad_mode.inference_mode"}
+)
+_ENABLE_GRAD = frozenset({"torch.enable_grad", "torch.autograd.enable_grad", "torch.autograd.grad_mode.enable_grad"})
+_SET_GRAD_ENABLED = frozenset(
+    {"torch.set_grad_enabled", "torch.autograd.set_grad_enabled", "torch.autograd.grad_mode.set_grad_enabled"}
+)
+GRAD_CONTEXTS = _NO_GRAD | _INFERENCE_MODE | _ENABLE_GRAD
+
+
+def parents(ctx: Context) -> dict[ast.AST, ast.AST]:
+    """Child -> parent for the whole file (computed once per file)."""
+    table = ctx.file_facts.get("loop.parents")
+    if table is None:
+        table = {}
+        for node in ast.walk(ctx.tree):
+            for child in ast.iter_child_nodes(node):
+                table[child] = node
+        ctx.file_facts["loop.parents"] = table
+    return table
+
+
+def parent(node: ast.AST, ctx: Context) -> ast.AST | None:
+    return parents(ctx).get(node)
+
+
+def ancestors(node: ast.AST, ctx: Context) -> Iterator[ast.AST]:
+    table = parents(ctx)
+    current = table.get(node)
+    while current is not None:
+        yield current
+        current = table.get(current)
+
+
+def scope_of(node: ast.AST, ctx: Context) -> Scope:
+    """The function, lambda, class body or module whose code ``node`` belongs to."""
+    for ancestor in ancestors(node, ctx):
+        if isinstance(ancestor, SCOPES):
+            return ancestor
+    return ctx.tree
+
+
+def function_of(node: ast.AST, ctx: Context) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    for ancestor in ancestors(node, ctx):
+        if isinstance(ancestor, ast.FunctionDef | ast.AsyncFunctionDef):
+            return ancestor
+        if isinstance(ancestor, ast.Lambda | ast.ClassDef):
+            return None
+    return None
+
+
+def walk_scope(root: ast.AST) -> Iterator[ast.AST]:
+    """Every node under ``root`` (not ``root`` itself) that runs in ``root``'s scope: nested functions, lambdas
+    and classes are skipped (their decorators and defaults are kept), in no particular order."""
+    stack = list(_scope_children(root))
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(_scope_children(node))
+
+
+def _scope_children(node: ast.AST) -> Iterator[ast.AST]:
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+        yield from node.decorator_list
+        yield from node.args.defaults
+        yield from (d for d in node.args.kw_defaults if d is not None)
+        return
+    if isinstance(node, ast.ClassDef):
+        yield from node.decorator_list
+        yield from node.bases
+        return
+    if isinstance(node, ast.Lambda):
+        return
+    yield from ast.iter_child_nodes(node)
+
+
+def scope_nodes(root: Scope) -> Iterator[ast.AST]:
+    """The nodes of a scope's own code (its body), for a function, class, lambda or module."""
+    if isinstance(root, ast.Lambda):
+        stack: list[ast.AST] = [root.body]
+        yield root.body
+    else:
+        stack = list(root.body)
+        yield from root.body
+    while stack:
+        node = stack.pop()
+        for child in _scope_children(node):
+            yield child
+            stack.append(child)
+
+
+def position(node: ast.AST) -> tuple[int, int]:
+    return (getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
+
+
+def end_position(node: ast.AST) -> tuple[int, int]:
+    return (getattr(node, "end_lineno", 0) or 0, getattr(node, "end_col_offset", 0) or 0)
+
+
+def is_inside(node: ast.AST, container: ast.AST, ctx: Context) -> bool:
+    return node is container or any(a is container for a in ancestors(node, ctx))
+
+
+# ---------------------------------------------------------------------------------------------- grad mode
+
+
+def grad_context_kind(expr: ast.expr, ctx: Context) -> str | None:
+    """What a ``with`` item or decorator does to grad mode: DISABLED, ENABLED, "unknown", or None (nothing)."""
+    call = expr if isinstance(expr, ast.Call) else None
+    qualname = ctx.qualify(call.func if call is not None else expr)
+    if qualname in _NO_GRAD:
+        return DISABLED
+    if qualname in _ENABLE_GRAD:
+        return ENABLED
+    if qualname in _INFERENCE_MODE:
+        mode = _first_argument(call, "mode")
+        if mode is None:
+            return DISABLED
+        if isinstance(mode, ast.Constant) and isinstance(mode.value, bool):
+            return DISABLED if mode.value else None  # inference_mode(False) leaves grad mode as it is
+        return "unknown"
+    if qualname in _SET_GRAD_ENABLED and call is not None:
+        mode = _first_argument(call, "mode")
+        if isinstance(mode, ast.Constant) and isinstance(mode.value, bool):
+            return ENABLED if mode.value else DISABLED
+        return "unknown"
+    return None
+
+
+def _first_argument(call: ast.Call | None, name: str) -> ast.expr | None:
+    if call is None:
+        return None
+    for keyword in call.keywords:
+        if keyword.arg == name:
+            return keyword.value
+    return call.args[0] if call.args else None
+
+
+def grad_mode(node: ast.AST, ctx: Context) -> str | None:
+    """The grad mode ``node`` provably runs in: DISABLED, ENABLED, CALLER (a function that sets none), or None."""
+    previous: ast.AST = node
+    for ancestor in ancestors(node, ctx):
+        if isinstance(ancestor, ast.With | ast.AsyncWith) and any(previous is s for s in ancestor.body):
+            for item in reversed(ancestor.items):
+                kind = grad_context_kind(item.context_expr, ctx)
+                if kind == "unknown":
+                    return None
+                if kind is not None:
+                    return kind
+        elif isinstance(ancestor, ast.FunctionDef | ast.AsyncFunctionDef):
+            if not any(previous is s for s in ancestor.body):
+                previous = ancestor
+                continue  # a decorator or default value: runs where the function is defined
+            for decorator in ancestor.decorator_list:
+                kind = grad_context_kind(decorator, ctx)
+                if kind == "unknown":
+                    return None
+                if kind is not None:
+                    return kind
+            return CALLER
+        elif isinstance(ancestor, ast.Lambda):
+            return CALLER if previous is ancestor.body else None
+        previous = ancestor
+    return None if sets_grad_mode_globally(ctx) else ENABLED
+
+
+def sets_grad_mode_globally(ctx: Context) -> bool:
+    """True when the file switches grad mode with a plain call (``torch.set_grad_enabled(False)`` on its own line)."""
+    cached = ctx.file_facts.get("loop.global_grad_mode")
+    if cached is None:
+        cached = False
+        for node in ast.walk(ctx.tree):
+            if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+                qualname = ctx.qualify(node.value.func) or ""
+                if qualname in _SET_GRAD_ENABLED or qualname.endswith("_set_grad_enabled"):
+                    cached = True
+                    break
+        ctx.file_facts["loop.global_grad_mode"] = cached
+    return cached
+
+
+# ---------------------------------------------------------------------------------------------- names
+
+
+def root_name(expr: ast.AST) -> str | None:
+    """``model`` for ``model``, ``model.fc.weight`` or ``model[0]``."""
+    while isinstance(expr, ast.Attribute | ast.Subscript):
+        expr = expr.value
+    return expr.id if isinstance(expr, ast.Name) else None
+
+
+def bindings(scope: Scope, name: str, ctx: Context | None = None) -> list[ast.AST]:
+    """Nodes of ``scope``'s code that bind ``name``: Name stores, plus imports, function and class definitions
+    (with ``ctx``, the scope is indexed once per file)."""
+    if ctx is None:
+        return _binding_index(scope).get(name, [])
+    cache = ctx.file_facts.setdefault("loop.bindings", {})
+    index = cache.get(id(scope))
+    if index is None:
+        index = cache[id(scope)] = _binding_index(scope)
+    return index.get(name, [])
+
+
+def _binding_index(scope: Scope) -> dict[str, list[ast.AST]]:
+    index: dict[str, list[ast.AST]] = {}
+    for node in scope_nodes(scope):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del):
+            index.setdefault(node.id, []).append(node)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            index.setdefault(node.name, []).append(node)
+        elif isinstance(node, ast.alias):
+            index.setdefault((node.asname or node.name).split(".")[0], []).append(node)
+        elif isinstance(node, ast.Global | ast.Nonlocal):
+            for name in node.names:
+                index.setdefault(name, []).append(node)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            index.setdefault(node.name, []).append(node)
+    for found in index.values():
+        found.sort(key=position)
+    return index
+
+
+def is_parameter(scope: Scope, name: str) -> bool:
+    if not isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+        return False
+    args = scope.args
+    every = [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]
+    return any(a is not None and a.arg == name for a in every)
+
+
+def scopes_sharing(scope: Scope, name: str) -> list[Scope]:
+    """``scope`` and the functions nested in it that see its ``name`` (they do not bind a name of their own)."""
+    found: list[Scope] = [scope]
+    for node in ast.walk(scope):
+        if node is scope or not isinstance(node, FUNCTIONS):
+            continue
+        if is_parameter(node, name) or any(not isinstance(b, ast.Global | ast.Nonlocal) for b in bindings(node, name)):
+            continue
+        found.append(node)
+    return found
+
+
+def simple_assignment(store: ast.AST, ctx: Context) -> ast.expr | None:
+    """The value of ``name = value`` (or ``name: T = value``) when ``store`` is that plain name target."""
+    statement = parent(store, ctx)
+    if isinstance(statement, ast.Assign) and any(t is store for t in statement.targets):
+        return statement.value
+    if isinstance(statement, ast.AnnAssign) and statement.target is store:
+        return statement.value
+    return None
+
+
+def statement_of(node: ast.AST, ctx: Context) -> ast.stmt | None:
+    current: ast.AST | None = node
+    while current is not None and not isinstance(current, ast.stmt):
+        current = parent(current, ctx)
+    return current
+
+
+def enclosing_loop(node: ast.AST, ctx: Context) -> ast.For | ast.AsyncFor | ast.While | None:
+    """The innermost loop whose body (not its iterable or test) contains ``node``, within the same scope."""
+    previous: ast.AST = node
+    for ancestor in ancestors(node, ctx):
+        if isinstance(ancestor, SCOPES):
+            return None
+        if isinstance(ancestor, LOOPS) and any(previous is s for s in [*ancestor.body, *ancestor.orelse]):
+            return ancestor
+        previous = ancestor
+    return None
+
+
+def conditional_between(node: ast.AST, container: ast.AST, ctx: Context) -> bool:
+    """True when something between ``container`` and ``node`` may skip ``node`` on the way (if, try, match...)."""
+    previous: ast.AST = node
+    for ancestor in ancestors(node, ctx):
+        if ancestor is container:
+            return False
+        if isinstance(ancestor, ast.If | ast.IfExp | ast.Try | ast.BoolOp | ast.Match | ast.ExceptHandler):
+            if isinstance(ancestor, ast.If) and previous is ancestor.test:
+                previous = ancestor
+                continue
+            if isinstance(ancestor, ast.Try) and any(previous is s for s in ancestor.body):
+                previous = ancestor  # the body of a try runs (the first statements at least)
+                continue
+            if isinstance(ancestor, ast.BoolOp) and previous is ancestor.values[0]:
+                previous = ancestor
+                continue
+            return True
+        if isinstance(ancestor, ast.comprehension | ast.ListComp | ast.SetComp | ast.DictComp | ast.GeneratorExp):
+            return True
+        previous = ancestor
+    return False
+
+
+def exclusive(a: ast.AST, b: ast.AST, ctx: Context) -> bool:
+    """True when ``a`` and ``b`` sit in different arms of one ``if``/``try``/``match`` (they never both run in one
+    pass), or in different functions."""
+    chain_a = [a, *ancestors(a, ctx)]
+    seen = {id(n): i for i, n in enumerate(chain_a)}
+    previous_b: ast.AST = b
+    for ancestor in [b, *ancestors(b, ctx)]:
+        if id(ancestor) in seen:
+            index = seen[id(ancestor)]
+            if index == 0 or ancestor is b:
+                return False
+            arm_a, arm_b = _arm(ancestor, chain_a[index - 1]), _arm(ancestor, previous_b)
+            return bool(arm_a) and bool(arm_b) and arm_a != arm_b
+        if isinstance(ancestor, SCOPES):
+            return True
+        previous_b = ancestor
+    return True
+
+
+def _arm(node: ast.AST, child: ast.AST) -> str:
+    """Which arm of a branching statement ``child`` is in ("" for anything that is not an exclusive arm)."""
+    if isinstance(node, ast.If | ast.IfExp):
+        if child is node.test:
+            return ""
+        return "body" if (child is node.body or (isinstance(node.body, list) and child in node.body)) else "orelse"
+    if isinstance(node, ast.Try):  # the body may run (in part) before any handler: only handlers exclude each other
+        return f"handler{node.handlers.index(child)}" if child in node.handlers else ""
+    if isinstance(node, ast.Match):
+        return f"case{node.cases.index(child)}" if child in node.cases else ""
+    return ""
+
+
+_BRANCHING = (
+    ast.If,
+    ast.IfExp,
+    ast.Try,
+    ast.ExceptHandler,
+    ast.For,
+    ast.AsyncFor,
+    ast.While,
+    ast.Match,
+    ast.BoolOp,
+    ast.comprehension,
+    *SCOPES,
+)
+
+
+def dominates(first: ast.AST, later: ast.AST, ctx: Context) -> bool:
+    """``first`` comes before ``later`` and runs whenever ``later`` runs (nothing between them and their common
+    ancestor branches or loops around ``first`` alone)."""
+    if position(first) >= position(later):
+        return False
+    around_later = {id(a) for a in ancestors(later, ctx)}
+    for ancestor in ancestors(first, ctx):
+        if id(ancestor) in around_later:
+            return True
+        if isinstance(ancestor, _BRANCHING):
+            return False
+    return False
+
+
+def reaching_bindings(name: str, use: ast.AST, ctx: Context) -> list[ast.AST] | None:
+    """The bindings of ``name`` whose value may reach ``use``: the last one that surely runs before it, plus any
+    later one in a loop around both (the next iteration sees it). None when that is not clear."""
+    scope = scope_of(use, ctx)
+    stores = [
+        s
+        for s in bindings(scope, name, ctx)
+        if not (isinstance(s, ast.Name) and isinstance(parent(s, ctx), ast.AugAssign))
+    ]
+    before = sorted((s for s in stores if position(s) < position(use)), key=position)
+    if not before or is_parameter(scope, name):
+        return None
+    last = before[-1]
+    if not dominates(last, use, ctx):
+        return None
+    reaching = [last]
+    loops = [a for a in ancestors(use, ctx) if isinstance(a, LOOPS) and is_inside(a, scope, ctx)]
+    for store in stores:
+        if position(store) > position(use) and any(is_inside(store, loop, ctx) for loop in loops):
+            reaching.append(store)
+    return reaching
+
+
+def step_window(node: ast.AST, calls: list[ast.Call], ctx: Context) -> list[ast.Call]:
+    """The calls that run in the same training step before ``node``: in the innermost loop around ``node`` (or
+    its scope), after the last ``.step(...)`` before it, and not in a branch that excludes ``node``."""
+    loop = enclosing_loop(node, ctx)
+    after = (0, 0)
+    for call in calls:
+        func = call.func
+        if (
+            isinstance(func, ast.Attribute)
+            and func.attr == "step"
+            and end_position(call) <= position(node)
+            and (loop is None or is_inside(call, loop, ctx))
+        ):
+            after = max(after, end_position(call))
+    return sorted(
+        (
+            c
+            for c in calls
+            if after <= position(c) < position(node)
+            and (loop is None or is_inside(c, loop, ctx))
+            and not exclusive(c, node, ctx)
+        ),
+        key=position,
+    )
+
+
+def file_mentions(ctx: Context, *words: str) -> bool:
+    """Whether the file's text contains any of ``words`` (cached per file: rules call this for every node as a
+    cheap way to skip files that cannot have their pattern)."""
+    cache = ctx.file_facts.setdefault("loop.mentions", {})
+    found = False
+    for word in words:
+        if word not in cache:
+            cache[word] = word in ctx.source.text
+        found = found or cache[word]
+    return found

@@ -1,0 +1,120 @@
+"""Publishing diagnostics: on open and save at once, on change after a short debounce, cleared on close.
+
+The checker runs on its own thread so the event loop keeps answering hovers; a newer edit cancels the pending
+check of the same document, and a result for an outdated version is dropped instead of published. Each
+diagnostic carries its quick fix in ``data`` (already in the client's position encoding), so
+``textDocument/codeAction`` never runs the checker again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from concurrent.futures import ThreadPoolExecutor
+
+from lsprotocol import types
+
+from torchls.core.findings import Finding
+from torchls.core.text import SourceText, Span
+from torchls.kb.cache import cache_dir
+from torchls.lsp.server import TorchLanguageServer
+from torchls.ruledocs import rule_doc_uri
+
+log = logging.getLogger(__name__)
+
+_SEVERITIES = {
+    "error": types.DiagnosticSeverity.Error,
+    "warning": types.DiagnosticSeverity.Warning,
+    "information": types.DiagnosticSeverity.Information,
+    "hint": types.DiagnosticSeverity.Hint,
+}
+_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="torchls-check")
+
+
+def to_range(source: SourceText, span: Span, encoding: str) -> types.Range:
+    start = source.units_from_position(span.start, encoding)  # type: ignore[arg-type]
+    end = source.units_from_position(span.end, encoding)  # type: ignore[arg-type]
+    return types.Range(types.Position(*start), types.Position(*end))
+
+
+def to_diagnostic(ls: TorchLanguageServer, uri: str, source: SourceText, finding: Finding) -> types.Diagnostic:
+    assert ls.session is not None
+    encoding = ls.encoding
+    data = None
+    if finding.fix is not None:
+        edits = [
+            {"range": _json_range(to_range(source, e.span, encoding)), "newText": e.new_text} for e in finding.fix.edits
+        ]
+        data = {"fix": {"title": finding.fix.title, "edits": edits}}
+    href = rule_doc_uri(finding.code, cache_dir())
+    return types.Diagnostic(
+        range=to_range(source, finding.span, encoding),
+        message=finding.message,
+        severity=_SEVERITIES[ls.session.severity_name(finding.code, finding.severity)],
+        code=finding.code,
+        code_description=types.CodeDescription(href=href) if href else None,
+        source="torchls",
+        related_information=[
+            types.DiagnosticRelatedInformation(
+                location=types.Location(uri=uri, range=to_range(source, related.span, encoding)),
+                message=related.message,
+            )
+            for related in finding.related
+        ]
+        or None,
+        data=data,
+    )
+
+
+def _json_range(value: types.Range) -> dict:
+    return {
+        "start": {"line": value.start.line, "character": value.start.character},
+        "end": {"line": value.end.line, "character": value.end.character},
+    }
+
+
+def schedule(ls: TorchLanguageServer, uri: str, delay: float) -> None:
+    """Check ``uri`` after ``delay`` seconds, replacing any check of it still waiting or running."""
+    pending = ls.diagnostic_tasks.pop(uri, None)
+    if pending is not None:
+        pending.cancel()
+    task = asyncio.get_running_loop().create_task(_check_and_publish(ls, uri, delay))
+    ls.diagnostic_tasks[uri] = task
+    task.add_done_callback(
+        lambda done: ls.diagnostic_tasks.pop(uri, None) if ls.diagnostic_tasks.get(uri) is done else None
+    )
+
+
+async def _check_and_publish(ls: TorchLanguageServer, uri: str, delay: float) -> None:
+    if delay > 0:
+        await asyncio.sleep(delay)
+    if ls.session is None:
+        return
+    document = ls.workspace.get_text_document(uri)
+    version, text = document.version, document.source
+    try:
+        result = await asyncio.get_running_loop().run_in_executor(_executor, ls.session.check, text)
+    except Exception:  # a checker bug must never take the server down; the document just gets no findings
+        log.exception("checking %s failed", uri)
+        return
+    current = ls.workspace.get_text_document(uri)
+    if current.version != version or current.source != text:
+        return  # an edit arrived meanwhile; its own check will publish
+    source = SourceText(text)
+    diagnostics = [to_diagnostic(ls, uri, source, finding) for finding in result.findings]
+    ls.text_document_publish_diagnostics(
+        types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics, version=version)
+    )
+
+
+def clear(ls: TorchLanguageServer, uri: str) -> None:
+    pending = ls.diagnostic_tasks.pop(uri, None)
+    if pending is not None:
+        pending.cancel()
+    ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+
+
+def recheck_all(ls: TorchLanguageServer) -> None:
+    """After a settings change: check every open document again."""
+    for uri in list(ls.workspace.text_documents):
+        schedule(ls, uri, 0)
