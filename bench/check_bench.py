@@ -111,6 +111,7 @@ async def latency(corpus: Path, edits: int, debounce_ms: int | None, during_warm
     await client.shutdown_async(None)
     client.exit(None)
     await client.stop()
+    print("  slowest five (ms):", [round(x) for x in sorted(samples)[-5:]])
     samples.sort()
     label = "default debounce" if debounce_ms is None else f"debounce {debounce_ms} ms"
     if during_warm_up:

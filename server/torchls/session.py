@@ -9,9 +9,12 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from torchls.core.checker import Checker, CheckResult
 from torchls.core.findings import Severity
+
+if TYPE_CHECKING:
+    from torchls.core.checker import Checker, CheckResult
 from torchls.core.names import ModuleIndex
 from torchls.core.parsing import parse_tolerant
 from torchls.core.text import SourceText
@@ -37,7 +40,7 @@ class Session:
         self.workspace_root = workspace_root
         self.kb = KnowledgeBase()
         self.resolver = Resolver()
-        self.checker = Checker()
+        self._checker: Checker | None = None  # built on the first check: importing the rules costs ~0.1 s
         self._documents: dict[str, _IndexedDocument] = {}
         self.startup_messages = self.apply_settings(settings or Settings(), force=True)
 
@@ -50,7 +53,7 @@ class Session:
         if force or settings.knowledge_paths != previous.knowledge_paths:
             messages.extend(self.reload_knowledge())
         if force or settings.diagnostics != previous.diagnostics:
-            self.checker = Checker(settings.diagnostics.select, settings.diagnostics.ignore)
+            self._checker = None
         if force or settings.interpreter != previous.interpreter:
             interpreter = settings.interpreter
             problem = check_interpreter(interpreter)
@@ -85,9 +88,13 @@ class Session:
 
     def check(self, text: str) -> CheckResult:
         """The findings for a document's text under the current settings (empty when diagnostics are off)."""
+        from torchls.core.checker import Checker, CheckResult
+
         if not self.settings.diagnostics.enable:
             return CheckResult([])
-        return self.checker.check(text)
+        if self._checker is None:
+            self._checker = Checker(self.settings.diagnostics.select, self.settings.diagnostics.ignore)
+        return self._checker.check(text)
 
     def severity_name(self, code: str, severity: Severity) -> str:
         """``error``/``warning``/``information``/``hint`` for a finding, after the user's overrides."""

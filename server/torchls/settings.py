@@ -36,7 +36,7 @@ class DiagnosticsSettings:
         },
     )
     debounce_ms: int = attrs.field(
-        default=30, metadata={"key": "debounceMs", "doc": "输入停止多少毫秒后重新检查（0 到 5000）"}
+        default=10, metadata={"key": "debounceMs", "doc": "输入停止多少毫秒后重新检查（0 到 5000）"}
     )
 
 

@@ -56,7 +56,7 @@ def test_nested_section_keeps_good_values_and_reports_bad_ones():
     )
     assert settings.diagnostics.select == ("TL1",)
     assert settings.diagnostics.severity == (("TL4", "hint"),)
-    assert settings.diagnostics.debounce_ms == 30
+    assert settings.diagnostics.debounce_ms == 10
     assert any("`diagnostics.debounceMs` 的值无效" in p for p in problems)
     assert any("`diagnostics.colour`" in p for p in problems)
 

@@ -6,19 +6,17 @@
 from __future__ import annotations
 
 import ast
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from torchls.core.findings import Finding
 from torchls.core.interpreter import Interpreter
+from torchls.core.noqa import suppressed_codes
 from torchls.core.parsing import parse_tolerant
 from torchls.core.rules import ALL_RULES
 from torchls.core.rules.base import Context, Rule
 from torchls.core.statements import child_statements
 from torchls.core.text import SourceText
-
-_NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]*(?:\s*,\s*[A-Z]+[0-9]*)*))?", re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,17 +38,6 @@ def select_rules(select: Sequence[str] = (), ignore: Sequence[str] = ()) -> list
         if selected > _matches(rule.code, ignore):
             chosen.append(rule)
     return chosen
-
-
-def suppressed_codes(line: str) -> set[str] | None:
-    """Codes a ``# noqa`` comment on ``line`` suppresses: ``{""}`` for a bare ``# noqa``, None for none."""
-    if "noqa" not in line.lower() or "#" not in line:
-        return None
-    match = _NOQA.search(line[line.index("#") :])
-    if match is None:
-        return None
-    codes = match.group("codes")
-    return {c.strip().upper() for c in codes.split(",")} if codes else {""}
 
 
 class Checker:
@@ -126,19 +113,3 @@ def _imports(tree: ast.Module) -> dict[str, str]:
                 if alias.name != "*":
                     table[alias.asname or alias.name] = f"{node.module}.{alias.name}"
     return table
-
-
-def noqa_comment(line: str, code: str) -> tuple[int, int, str] | None:
-    """How to suppress ``code`` on ``line``: replace ``line[start:end]`` with ``text``; None when already done.
-
-    Adds ``  # noqa: TL301`` at the end, or extends an existing ``# noqa: TL101`` to ``# noqa: TL101, TL301``.
-    """
-    codes = suppressed_codes(line)
-    if codes is not None and ("" in codes or code in codes):
-        return None
-    if codes is not None:
-        match = _NOQA.search(line, line.index("#"))
-        assert match is not None
-        return match.end(), match.end(), f", {code}"
-    end = len(line.rstrip())
-    return end, len(line), f"  # noqa: {code}"

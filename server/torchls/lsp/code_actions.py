@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from lsprotocol import types
 
-from torchls.core.checker import noqa_comment
+from torchls.core.noqa import noqa_comment
 from torchls.core.text import column_to_units
 from torchls.lsp.server import TorchLanguageServer
 

@@ -18,7 +18,6 @@ from torchls.core.findings import Finding
 from torchls.core.text import SourceText, Span
 from torchls.kb.cache import cache_dir
 from torchls.lsp.server import TorchLanguageServer
-from torchls.ruledocs import rule_doc_uri
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +45,8 @@ def to_diagnostic(ls: TorchLanguageServer, uri: str, source: SourceText, finding
             {"range": _json_range(to_range(source, e.span, encoding)), "newText": e.new_text} for e in finding.fix.edits
         ]
         data = {"fix": {"title": finding.fix.title, "edits": edits}}
+    from torchls.ruledocs import rule_doc_uri  # loads every rule: not at start-up, but with the first finding
+
     href = rule_doc_uri(finding.code, cache_dir())
     return types.Diagnostic(
         range=to_range(source, finding.span, encoding),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import uuid
 
@@ -87,6 +88,10 @@ async def warm_up(ls: TorchLanguageServer) -> None:
                 token, types.WorkDoneProgressReport(message=label, percentage=(index + 1) * 100 // len(steps))
             )
     resolver.warm.set()
+    # jedi now holds millions of long-lived objects (torch's parsed stubs); a full garbage collection walking
+    # them all stalls the server for half a second at random moments. Freeze them out of future collections.
+    gc.collect()
+    gc.freeze()
     if resolver.problem and resolver is session.resolver:
         ls.show(resolver.problem)
     if token:
