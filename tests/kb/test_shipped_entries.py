@@ -72,3 +72,13 @@ def test_example_runs_on_cpu_and_prints(path, index, tmp_path, monkeypatch):
         exec(compile(example.code, f"{path}:example{index}", "exec"), namespace)
     assert output.getvalue().strip(), "an example must print something meaningful"
     assert os.getcwd() == str(tmp_path)
+
+
+def test_pitfall_rule_links_name_existing_rules():
+    from torchls.core.rules import RULES_BY_CODE
+
+    for path in FILES:
+        entry = _entry(path)
+        for pitfall in entry.pitfalls:
+            if pitfall.rule is not None:
+                assert pitfall.rule in RULES_BY_CODE, f"{entry.name}: pitfall links unknown rule {pitfall.rule}"

@@ -85,7 +85,7 @@ def _params_section(entry: Entry, live: SymbolDoc | None) -> list[str]:
 def _pitfalls_section(entry: Entry) -> str | None:
     if not entry.pitfalls:
         return None
-    pitfalls = [f"- {p.text}" + (f"（`{p.rule}`）" if p.rule else "") for p in entry.pitfalls]
+    pitfalls = [f"- {p.text}" + (f"（torchls 会检查：`{p.rule}`）" if p.rule else "") for p in entry.pitfalls]
     return "\n".join(["**⚠️ 避坑**", *pitfalls])
 
 

@@ -118,6 +118,17 @@ class Context:
     def call(self, node: ast.Call) -> CallInfo:
         return self.calls.get(node) or CallInfo(node)
 
+    def parents(self) -> dict[ast.AST, ast.AST]:
+        """Child -> parent for the whole file, built on first use and shared by every rule."""
+        table = self.file_facts.get("parents")
+        if table is None:
+            table = {}
+            for node in ast.walk(self.tree):
+                for child in ast.iter_child_nodes(node):
+                    table[child] = node
+            self.file_facts["parents"] = table
+        return table
+
     def module_alias(self, module: str = "torch.nn") -> str:
         """How this file spells ``module`` (``nn`` after ``import torch.nn as nn``), for fixes that add code."""
         for local, qualname in self.imports.items():

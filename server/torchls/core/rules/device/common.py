@@ -155,15 +155,8 @@ def operand_pairs(node: ast.AST, ctx: Context) -> list[tuple[ast.expr, ast.expr]
 
 
 def parents(ctx: Context) -> dict[ast.AST, ast.AST]:
-    """Child -> parent for the whole file (computed once)."""
-    table = ctx.file_facts.get("device_parents")
-    if table is None:
-        table = {}
-        for node in ast.walk(ctx.tree):
-            for child in ast.iter_child_nodes(node):
-                table[child] = node
-        ctx.file_facts["device_parents"] = table
-    return table
+    """Child -> parent for the whole file (shared by every rule)."""
+    return ctx.parents()
 
 
 def ancestors(node: ast.AST, ctx: Context):

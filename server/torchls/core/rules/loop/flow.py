@@ -40,15 +40,8 @@ GRAD_CONTEXTS = _NO_GRAD | _INFERENCE_MODE | _ENABLE_GRAD
 
 
 def parents(ctx: Context) -> dict[ast.AST, ast.AST]:
-    """Child -> parent for the whole file (computed once per file)."""
-    table = ctx.file_facts.get("loop.parents")
-    if table is None:
-        table = {}
-        for node in ast.walk(ctx.tree):
-            for child in ast.iter_child_nodes(node):
-                table[child] = node
-        ctx.file_facts["loop.parents"] = table
-    return table
+    """Child -> parent for the whole file (shared by every rule)."""
+    return ctx.parents()
 
 
 def parent(node: ast.AST, ctx: Context) -> ast.AST | None:

@@ -1,14 +1,10 @@
 from __future__ import annotations
 
-import ast
-
-from torchls.core.findings import Fix, Severity
-from torchls.core.rules.base import Context, Rule
-from torchls.core.rules.loss.calls import loss_call, reliable, remove_call, written_call
-from torchls.core.values import SIGMOID
+from torchls.core.findings import Severity
+from torchls.core.rules.loss.input_kinds import ActivationBeforeLossRule
 
 
-class SigmoidBeforeBceWithLogits(Rule):
+class SigmoidBeforeBceWithLogits(ActivationBeforeLossRule):
     """传给 `BCEWithLogitsLoss` / `F.binary_cross_entropy_with_logits` 的输入已经做过 sigmoid。
 
     **为什么是问题**：`BCEWithLogitsLoss` 内部自带 sigmoid，要的是 logits（最后一层的原始输出）。
@@ -33,25 +29,6 @@ class SigmoidBeforeBceWithLogits(Rule):
     name = "sigmoid-before-bce-with-logits"
     severity = Severity.ERROR
     kb_entry = "torch.nn.BCEWithLogitsLoss"
-    node_types = (ast.Call,)
-    fixable = True
-
-    def visit(self, node: ast.Call, ctx: Context) -> None:
-        loss = loss_call(node, ctx)
-        if loss is None or loss.kind != "BCEWithLogitsLoss" or loss.input_node is None:
-            return
-        x = loss.input(ctx)
-        if x is None or x.provenance != SIGMOID or not reliable(loss.input_node, ctx):
-            return
-        fix = None
-        written = written_call(loss.input_node, ctx, "sigmoid")
-        if written is not None:
-            edit = remove_call(loss.input_node, written[0], written[1], ctx)
-            if edit is not None:
-                fix = Fix("去掉损失函数参数里的 sigmoid，直接传 logits", (edit,))
-        ctx.report(
-            node,
-            f"`{loss.label}` 的输入已经过 sigmoid；它内部会再做一次 sigmoid，应直接传 logits",
-            fix=fix,
-            related=ctx.related(x.origin),
-        )
+    loss_kind = "BCEWithLogitsLoss"
+    activation = "sigmoid"
+    inside = "一次 sigmoid"

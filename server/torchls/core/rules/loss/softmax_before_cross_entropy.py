@@ -1,14 +1,10 @@
 from __future__ import annotations
 
-import ast
-
-from torchls.core.findings import Fix, Severity
-from torchls.core.rules.base import Context, Rule
-from torchls.core.rules.loss.calls import loss_call, reliable, remove_call, written_call
-from torchls.core.values import SOFTMAX
+from torchls.core.findings import Severity
+from torchls.core.rules.loss.input_kinds import ActivationBeforeLossRule
 
 
-class SoftmaxBeforeCrossEntropy(Rule):
+class SoftmaxBeforeCrossEntropy(ActivationBeforeLossRule):
     """传给 `CrossEntropyLoss` / `F.cross_entropy` 的输入已经做过 softmax。
 
     **为什么是问题**：交叉熵内部会先做 `log_softmax`，它要的是 logits（模型最后一层的原始输出）。
@@ -32,25 +28,6 @@ class SoftmaxBeforeCrossEntropy(Rule):
     name = "softmax-before-cross-entropy"
     severity = Severity.ERROR
     kb_entry = "torch.nn.CrossEntropyLoss"
-    node_types = (ast.Call,)
-    fixable = True
-
-    def visit(self, node: ast.Call, ctx: Context) -> None:
-        loss = loss_call(node, ctx)
-        if loss is None or loss.kind != "CrossEntropyLoss" or loss.input_node is None:
-            return
-        x = loss.input(ctx)
-        if x is None or x.provenance != SOFTMAX or not reliable(loss.input_node, ctx):
-            return
-        fix = None
-        written = written_call(loss.input_node, ctx, "softmax")
-        if written is not None:
-            edit = remove_call(loss.input_node, written[0], written[1], ctx)
-            if edit is not None:
-                fix = Fix("去掉损失函数参数里的 softmax，直接传 logits", (edit,))
-        ctx.report(
-            node,
-            f"`{loss.label}` 的输入已经过 softmax；它内部会再做 log_softmax，应直接传 logits",
-            fix=fix,
-            related=ctx.related(x.origin),
-        )
+    loss_kind = "CrossEntropyLoss"
+    activation = "softmax"
+    inside = " log_softmax"
