@@ -69,13 +69,17 @@ def layer_output(module: ModuleValue, x: TensorValue, node: ast.AST) -> Value:
         return TensorValue(shape=shape, tail=None if shape else (dim,), device=x.device, dtype=None)
     if short in ("LSTM", "GRU", "RNN"):
         hidden = module.arg("hidden_size")
-        bidirectional = module.arg("bidirectional", False) is True
-        if not isinstance(hidden, int) or x.shape is None or len(x.shape) not in (2, 3):
+        bidirectional = module.arg("bidirectional", False)
+        if not isinstance(hidden, int) or not isinstance(bidirectional, bool) or module.has_arg("proj_size"):
             return TupleValue((None, None))
-        out = (*x.shape[:-1], (2 if bidirectional else 1) * hidden)
-        return TupleValue((TensorValue(shape=out, device=x.device), None))
+        features = (2 if bidirectional else 1) * hidden
+        if x.shape is not None and len(x.shape) in (2, 3):
+            return TupleValue((TensorValue(shape=(*x.shape[:-1], features), device=x.device), None))
+        if x.shape is None and x.tail is not None:
+            return TupleValue((TensorValue(tail=(features,), device=x.device), None))  # (..., D * hidden_size)
+        return TupleValue((None, None))
     if short == "MultiheadAttention":
-        return TupleValue((TensorValue(shape=x.shape, device=x.device), None))
+        return TupleValue((TensorValue(shape=x.shape, tail=x.tail, device=x.device), None))
     return None
 
 
