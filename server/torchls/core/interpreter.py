@@ -265,6 +265,8 @@ class Interpreter:
             ast.ClassDef: self._class,
         }
         self._returns: list[Value] | None = None
+        self._quiet_depth = 0  # > 0 while re-evaluating a forward for one call's arguments
+        self._forward_cache: dict[tuple, Value] = {}
 
     @staticmethod
     def _discard(_value: Value) -> None:
@@ -446,14 +448,24 @@ class Interpreter:
         env[node.name] = None
         self._evaluate_function(node, self.ctx.klass)
 
-    def _evaluate_function(self, node: ast.FunctionDef | ast.AsyncFunctionDef, klass: ClassInfo | None) -> Value:
-        """Evaluate a function body in its own scope; returns the value all its returns agree on."""
+    def _evaluate_function(
+        self,
+        node: ast.FunctionDef | ast.AsyncFunctionDef,
+        klass: ClassInfo | None,
+        arguments_given: dict[str, Value] | None = None,
+    ) -> Value:
+        """Evaluate a function body in its own scope; returns the value all its returns agree on.
+
+        ``arguments_given`` evaluates it for one call's argument values (see :meth:`_forward_for`).
+        """
         inner: Env = {}
         arguments = [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]
         for index, arg in enumerate(arguments):
             inner[arg.arg] = self._annotation(arg.annotation) if arg.annotation is not None else None
             if index == 0 and klass is not None and arg.arg == "self" and klass.torch_base:
                 inner["self"] = ModuleValue(klass.torch_base, user_class=klass.name)
+            elif arguments_given is not None and arg.arg in arguments_given:
+                inner[arg.arg] = arguments_given[arg.arg]
         for arg in (node.args.vararg, node.args.kwarg):
             if arg is not None:
                 inner[arg.arg] = None
@@ -720,6 +732,54 @@ class Interpreter:
     def _problem(self, node: ast.AST, kind: str, problem: str | None) -> None:
         if problem:
             self.ctx.file_facts.setdefault("problems", {})[node] = (kind, problem)
+
+    def _forward_for(self, klass: ClassInfo, info: CallInfo) -> Value:
+        """What ``forward`` returns for this call's argument values, when they say more than nothing.
+
+        The body is evaluated again for these values, so a model called with ``torch.randn(64, 8)`` returns
+        ``(64, 1)`` rather than ``(..., 1)``. Only the shape rules run during this second look: what they prove holds
+        for this call, and each finding points back at the call site. The values of the first evaluation are kept
+        for everything else. Cached per class and argument values; nested calls deeper than three levels stop.
+        """
+        forward = next((s for s in klass.node.body if isinstance(s, ast.FunctionDef) and s.name == "forward"), None)
+        if forward is None or info.starred or self._quiet_depth >= 3:
+            return klass.forward_return
+        names = [a.arg for a in [*forward.args.posonlyargs, *forward.args.args]][1:]
+        given = dict(zip(names, info.args, strict=False))
+        given.update((k, v) for k, v in info.kwargs.items() if k in names)
+        if not any(isinstance(v, TensorValue) and v.shape is not None for v in given.values()):
+            return klass.forward_return
+        key = (klass.name, tuple(sorted(given.items(), key=lambda item: item[0])))
+        if key in self._forward_cache:
+            return self._forward_cache[key]
+        saved = (self.dispatch, self.ctx.values, self.ctx.calls, self.ctx.call_site)
+        self.dispatch = self._shape_dispatch()
+        self.ctx.values, self.ctx.calls = dict(self.ctx.values), dict(self.ctx.calls)
+        if self.ctx.call_site is None:
+            shapes_given = "、".join(
+                f"`{name}` 的形状是 {shapes.fmt(value.shape)}"
+                for name, value in given.items()
+                if isinstance(value, TensorValue) and value.shape is not None
+            )
+            self.ctx.call_site = Origin(info.node, f"以这次调用的输入推算：{shapes_given}")
+        self._quiet_depth += 1
+        try:
+            returned = self._evaluate_function(forward, klass, given)
+        except Exception:  # a modelling gap in a second look must not cost the first
+            returned = klass.forward_return
+        finally:
+            self.dispatch, self.ctx.values, self.ctx.calls, self.ctx.call_site = saved
+            self._quiet_depth -= 1
+        self._forward_cache[key] = returned
+        return returned
+
+    def _shape_dispatch(self) -> dict[type[ast.AST], list[Rule]]:
+        """The selected shape rules (TL1xx) only: what a specialised ``forward`` may report."""
+        return {
+            kind: [rule for rule in rules if rule.code.startswith("TL1")]
+            for kind, rules in self.dispatch.items()
+            if any(rule.code.startswith("TL1") for rule in rules)
+        }
 
     # ------------------------------------------------------------------------------------------ calls
 
@@ -1295,7 +1355,7 @@ class Interpreter:
         """The value of calling a layer (or a user model) on the call's arguments."""
         if module.user_class is not None:
             klass = self.classes.get(module.user_class)
-            returned = klass.forward_return if klass is not None else None
+            returned = self._forward_for(klass, info) if klass is not None else None
             if isinstance(returned, TensorValue):
                 # A moved model computes on its device, unless its own code moves tensors around.
                 device = module.device if klass is not None and not _moves_to_device(klass.node) else None

@@ -95,6 +95,8 @@ class Context:
         self.grad_enabled = True
         self.file_facts: dict[str, Any] = {}  # whole-file facts, computed once by whoever needs them first
         self.tree: ast.Module = ast.Module(body=[], type_ignores=[])
+        # While a model's forward is evaluated again for one call's arguments: that call, added to each finding.
+        self.call_site: Origin | None = None
         self._current: Rule | None = None
 
     # ------------------------------------------------------------------------------ names and values
@@ -189,7 +191,8 @@ class Context:
         rule = rule or self._current
         assert rule is not None, "report() outside a rule"
         span = where if isinstance(where, Span) else self.name_span(where)
-        self.findings.append(Finding(rule.code, message, span, rule.severity, fix, tuple(related)))
+        related = tuple(related) + self.related(self.call_site)
+        self.findings.append(Finding(rule.code, message, span, rule.severity, fix, related))
 
     def related(self, origin: Origin | None) -> tuple[Related, ...]:
         """The "see also" place a value's origin gives, if any."""
