@@ -82,3 +82,14 @@ def test_pitfall_rule_links_name_existing_rules():
         for pitfall in entry.pitfalls:
             if pitfall.rule is not None:
                 assert pitfall.rule in RULES_BY_CODE, f"{entry.name}: pitfall links unknown rule {pitfall.rule}"
+
+
+@pytest.mark.parametrize(("path", "index"), EXAMPLES)
+def test_example_is_clean_under_torchls_check(path, index):
+    """The examples are correct, idiomatic code: torchls must not report them (precision on code nobody aimed the
+    rules at). An example that shows a pitfall on purpose says so with `# noqa: TLxxx` on that line."""
+    from torchls.core.checker import check_source
+
+    example = _entry(path).examples[index]
+    findings = check_source("DEVICE = 'cpu'\n" + example.code).findings
+    assert not findings, [f"{f.code} line {f.span.start.line}: {f.message}" for f in findings]

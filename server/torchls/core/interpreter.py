@@ -428,7 +428,12 @@ class Interpreter:
 
     def _try(self, node: ast.Try, env: Env) -> None:
         before = dict(env)
-        self.block(node.body, env)
+        guarded = any(_catches_runtime_errors(handler, self.ctx) for handler in node.handlers)
+        self.ctx.guarded += guarded
+        try:
+            self.block(node.body, env)
+        finally:
+            self.ctx.guarded -= guarded
         for handler in node.handlers:
             inner = self._loop_env(ast.Module(body=node.body, type_ignores=[]), before)
             if handler.type is not None:
@@ -1464,6 +1469,23 @@ def _moves_to_device(klass: ast.ClassDef) -> bool:
 def _merge_into(env: Env, a: Env, b: Env) -> None:
     for name in set(a) | set(b):
         env[name] = merge(a.get(name), b.get(name)) if name in a and name in b else None
+
+
+_RUNTIME_ERRORS = frozenset(
+    {"Exception", "BaseException", "RuntimeError", "ValueError", "TypeError", "AssertionError", "IndexError"}
+)
+
+
+def _catches_runtime_errors(handler: ast.ExceptHandler, ctx: Context) -> bool:
+    """A bare ``except:`` or one that catches what torch raises for shape, device and dtype errors."""
+    if handler.type is None:
+        return True
+    types = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+    for kind in types:
+        name = ctx.qualify(kind) or (kind.id if isinstance(kind, ast.Name) else "")
+        if name.rsplit(".", 1)[-1] in _RUNTIME_ERRORS or name.startswith("torch."):
+            return True
+    return False
 
 
 def _grad_mode(expr: ast.expr, ctx: Context) -> bool | None:

@@ -33,6 +33,9 @@ class Rule:
     # Words the file must contain (any one of them) for this rule to possibly report: a file without them skips
     # the rule entirely. Keeps the checker fast on library code that never trains, loads or moves anything.
     requires_text: ClassVar[tuple[str, ...]] = ()
+    # The bad pattern raises an exception at run time (rather than silently computing something wrong): inside a
+    # `try` that catches it, the author expects the error, so the rule stays silent there.
+    raises: ClassVar[bool] = False
 
     def visit(self, node: Any, ctx: Context) -> None:
         """Called once per node of :attr:`node_types`, after its sub-expressions were evaluated."""
@@ -97,6 +100,7 @@ class Context:
         self.tree: ast.Module = ast.Module(body=[], type_ignores=[])
         # While a model's forward is evaluated again for one call's arguments: that call, added to each finding.
         self.call_site: Origin | None = None
+        self.guarded = 0  # > 0 inside the body of a `try` whose handlers catch runtime errors
         self._current: Rule | None = None
 
     # ------------------------------------------------------------------------------ names and values
@@ -190,6 +194,8 @@ class Context:
     ) -> None:
         rule = rule or self._current
         assert rule is not None, "report() outside a rule"
+        if rule.raises and self.guarded:
+            return  # `try: torch.mm(a, a) except RuntimeError: ...` expects the error
         span = where if isinstance(where, Span) else self.name_span(where)
         related = tuple(related) + self.related(self.call_site)
         self.findings.append(Finding(rule.code, message, span, rule.severity, fix, related))

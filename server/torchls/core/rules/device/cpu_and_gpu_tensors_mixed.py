@@ -37,6 +37,7 @@ class CpuAndGpuTensorsMixed(Rule):
     """
 
     code = "TL207"
+    raises = True
     requires_text = ("cuda", "mps")
     name = "cpu-and-gpu-tensors-mixed"
     severity = Severity.ERROR

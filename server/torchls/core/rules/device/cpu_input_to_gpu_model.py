@@ -36,6 +36,7 @@ class CpuInputToGpuModel(Rule):
     """
 
     code = "TL202"
+    raises = True
     requires_text = ("cuda", "mps")
     name = "cpu-input-to-gpu-model"
     severity = Severity.ERROR

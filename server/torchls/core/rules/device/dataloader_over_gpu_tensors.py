@@ -39,6 +39,7 @@ class DataloaderOverGpuTensors(Rule):
     """
 
     code = "TL208"
+    raises = True
     requires_text = ("cuda", "mps")
     name = "dataloader-over-gpu-tensors"
     severity = Severity.ERROR

@@ -45,6 +45,7 @@ class HardcodedCudaWithoutCheck(Rule):
     """
 
     code = "TL206"
+    raises = True
     requires_text = ("cuda",)
     name = "hardcoded-cuda-without-check"
     severity = Severity.INFO
@@ -85,7 +86,7 @@ def _site(node: ast.Call, ctx: Context) -> tuple[ast.AST, str] | None:
     qualname = ctx.qualify(func)
     if qualname == "torch.device":
         first = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "type"), None)
-        if _is_cuda_literal(first):
+        if _is_cuda_literal(first) and _used_as_device(node, ctx):
             return node, f"`{ctx.text(node)}`"
         return None
     if qualname == "torch.set_default_device" and node.args and _is_cuda_literal(node.args[0]):
@@ -107,14 +108,33 @@ def _site(node: ast.Call, ctx: Context) -> tuple[ast.AST, str] | None:
     return None
 
 
+def _device_name(target: ast.expr) -> bool:
+    name = target.id if isinstance(target, ast.Name) else target.attr if isinstance(target, ast.Attribute) else ""
+    lowered = name.lower()
+    return ("device" in lowered or lowered in ("dev", "gpu")) and "type" not in lowered and "amp" not in lowered
+
+
+def _used_as_device(node: ast.Call, ctx: Context) -> bool:
+    """A ``torch.device("cuda")`` that places something: stored in a device variable, or passed as the device of
+    a move or a factory. Building one to print or compare touches no GPU."""
+    parent = ctx.parents().get(node)
+    if isinstance(parent, ast.Assign):
+        return len(parent.targets) == 1 and _device_name(parent.targets[0])
+    if isinstance(parent, ast.keyword):
+        return parent.arg == "device"
+    return (
+        isinstance(parent, ast.Call)
+        and isinstance(parent.func, ast.Attribute)
+        and parent.func.attr in ("to", "cuda")
+        and node in parent.args
+    )
+
+
 def _assigned_site(node: ast.Assign, ctx: Context) -> tuple[ast.AST, str] | None:
     """``device = "cuda"``: a device variable that holds a hard-coded GPU."""
     if not _is_cuda_literal(node.value) or len(node.targets) != 1:
         return None
-    target = node.targets[0]
-    name = target.id if isinstance(target, ast.Name) else target.attr if isinstance(target, ast.Attribute) else ""
-    lowered = name.lower()
-    if ("device" not in lowered and lowered not in ("dev", "gpu")) or "type" in lowered or "amp" in lowered:
+    if not _device_name(node.targets[0]):
         return None  # `device_type = "cuda"` is for autocast, which works without a GPU
     return node.value, f"设备 `{ctx.text(node.value)}`"
 

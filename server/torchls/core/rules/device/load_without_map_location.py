@@ -37,6 +37,7 @@ class LoadWithoutMapLocation(Rule):
     """
 
     code = "TL205"
+    raises = True
     requires_text = ("cuda", "mps")
     name = "load-without-map-location"
     severity = Severity.WARNING

@@ -58,6 +58,7 @@ class NewTensorInForwardWithoutDevice(Rule):
     """
 
     code = "TL203"
+    raises = True
     requires_text = ("cuda", "mps")
     name = "new-tensor-in-forward-without-device"
     severity = Severity.ERROR

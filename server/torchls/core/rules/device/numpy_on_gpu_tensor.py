@@ -32,6 +32,7 @@ class NumpyOnGpuTensor(Rule):
     """
 
     code = "TL204"
+    raises = True
     requires_text = ("cuda", "mps")
     name = "numpy-on-gpu-tensor"
     severity = Severity.ERROR

@@ -35,6 +35,7 @@ class BackwardUnderNoGrad(Rule):
     """
 
     code = "TL409"
+    raises = True
     requires_text = ("backward",)
     name = "backward-under-no-grad"
     severity = Severity.ERROR

@@ -54,6 +54,7 @@ class InplaceOnLeafRequiringGrad(Rule):
     """
 
     code = "TL405"
+    raises = True
     requires_text = ("requires_grad", "parameters", "Parameter")
     name = "inplace-on-leaf-requiring-grad"
     severity = Severity.ERROR

@@ -29,6 +29,7 @@ class ClassIndicesToRegressionLoss(Rule):
     """
 
     code = "TL307"
+    raises = True
     requires_text = ("mse_loss", "MSELoss", "l1_loss", "L1Loss", "huber", "Huber")
     name = "class-indices-to-regression-loss"
     severity = Severity.ERROR

@@ -37,6 +37,7 @@ class CrossEntropyClassDimLast(Rule):
     """
 
     code = "TL314"
+    raises = True
     requires_text = ("cross_entropy", "CrossEntropyLoss", "nll_loss", "NLLLoss")
     name = "cross-entropy-class-dim-last"
     severity = Severity.ERROR

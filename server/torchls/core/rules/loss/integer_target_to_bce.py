@@ -28,6 +28,7 @@ class IntegerTargetToBce(Rule):
     """
 
     code = "TL310"
+    raises = True
     requires_text = ("binary_cross_entropy", "BCE")
     name = "integer-target-to-bce"
     severity = Severity.ERROR

@@ -42,6 +42,7 @@ class InvalidCrossEntropyTarget(Rule):
     """
 
     code = "TL306"
+    raises = True
     requires_text = ("cross_entropy", "CrossEntropyLoss", "nll_loss", "NLLLoss")
     name = "invalid-cross-entropy-target"
     severity = Severity.ERROR

@@ -31,6 +31,7 @@ class AttentionHeadsNotDividing(Rule):
     """
 
     code = "TL110"
+    raises = True
     requires_text = ("MultiheadAttention", "Transformer")
     name = "attention-heads-not-dividing"
     severity = Severity.ERROR

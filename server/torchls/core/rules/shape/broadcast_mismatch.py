@@ -23,6 +23,7 @@ class BroadcastMismatch(RecordedProblemRule):
     """
 
     code = "TL112"
+    raises = True
     name = "broadcast-shape-mismatch"
     severity = Severity.ERROR
     kb_entry = "torch.Tensor.expand"

@@ -24,6 +24,7 @@ class CatStackShapeMismatch(RecordedProblemRule):
     """
 
     code = "TL105"
+    raises = True
     requires_text = ("cat", "stack", "concat")
     name = "cat-stack-shape-mismatch"
     severity = Severity.ERROR

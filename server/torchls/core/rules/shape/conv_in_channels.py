@@ -24,6 +24,7 @@ class ConvInChannelsMismatch(LayerInputRule):
     """
 
     code = "TL108"
+    raises = True
     requires_text = ("Conv",)
     name = "conv-in-channels-mismatch"
     severity = Severity.ERROR

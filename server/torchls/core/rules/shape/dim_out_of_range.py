@@ -23,6 +23,7 @@ class DimOutOfRange(RecordedProblemRule):
     """
 
     code = "TL107"
+    raises = True
     name = "dim-out-of-range"
     severity = Severity.ERROR
     kb_entry = "torch.Tensor.dim"

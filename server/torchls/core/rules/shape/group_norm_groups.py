@@ -23,6 +23,7 @@ class GroupNormGroupsNotDividing(Rule):
     """
 
     code = "TL114"
+    raises = True
     requires_text = ("GroupNorm",)
     name = "group-norm-groups-not-dividing"
     severity = Severity.ERROR

@@ -24,6 +24,7 @@ class LinearInFeaturesMismatch(LayerInputRule):
     """
 
     code = "TL101"
+    raises = True
     requires_text = ("Linear",)
     name = "linear-in-features-mismatch"
     severity = Severity.ERROR

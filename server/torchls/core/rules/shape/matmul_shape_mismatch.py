@@ -24,6 +24,7 @@ class MatmulShapeMismatch(RecordedProblemRule):
     """
 
     code = "TL102"
+    raises = True
     requires_text = ("@", "matmul", "mm(", "bmm")
     name = "matmul-shape-mismatch"
     severity = Severity.ERROR

@@ -24,6 +24,7 @@ class NormFeaturesMismatch(LayerInputRule):
     """
 
     code = "TL109"
+    raises = True
     requires_text = ("Norm",)
     name = "norm-features-mismatch"
     severity = Severity.ERROR

@@ -22,6 +22,7 @@ class SequenceInputSizeMismatch(LayerInputRule):
     """
 
     code = "TL113"
+    raises = True
     requires_text = ("LSTM", "GRU", "RNN", "MultiheadAttention")
     name = "sequence-input-size-mismatch"
     severity = Severity.ERROR

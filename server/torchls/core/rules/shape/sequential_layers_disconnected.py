@@ -30,6 +30,7 @@ class SequentialLayersDisconnected(Rule):
     """
 
     code = "TL111"
+    raises = True
     requires_text = ("Sequential",)
     name = "sequential-layers-disconnected"
     severity = Severity.ERROR

@@ -26,6 +26,7 @@ class ViewOnNonContiguous(RecordedProblemRule):
     """
 
     code = "TL104"
+    raises = True
     requires_text = ("view",)
     name = "view-on-non-contiguous"
     severity = Severity.ERROR

@@ -23,6 +23,7 @@ class ViewSizeMismatch(RecordedProblemRule):
     """
 
     code = "TL103"
+    raises = True
     requires_text = ("view", "reshape")
     name = "view-size-mismatch"
     severity = Severity.ERROR
