@@ -143,7 +143,8 @@ PROVENANCE_FUNCTIONS = frozenset(
     "special.softmax special.log_softmax special.expit".split()
 )
 PROVENANCE_METHODS = frozenset({"softmax", "log_softmax", "sigmoid"})
-TENSOR_ONLY_CONVERSIONS = frozenset({"long", "float", "half", "double", "bfloat16"})
+# nn.Module has float()/double()/half()/bfloat16() too: only long() says "this is a tensor" by itself.
+TENSOR_ONLY_CONVERSIONS = frozenset({"long"})
 SHAPE_METHODS = frozenset(
     "view reshape permute transpose squeeze unsqueeze flatten expand repeat size sum mean amax amin argmax argmin "
     "max min softmax log_softmax".split()
