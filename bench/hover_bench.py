@@ -244,6 +244,13 @@ def main() -> int:
     if not (args.corpus / args.package).is_dir():
         print(f"no corpus at {args.corpus}; run: bash ../shared/tools/real-corpus.sh {args.corpus}", file=sys.stderr)
         return 2
+    # An installed package has its byte code compiled; an editable checkout under PYTHONDONTWRITEBYTECODE (set on
+    # some machines) would recompile every module at each start-up and measure that instead.
+    import compileall
+
+    import torchls
+
+    compileall.compile_dir(Path(torchls.__file__).parent, quiet=1)
     files = pick_files(args.corpus, args.package, args.files)
     methods = tensor_method_names() if args.tensor_methods else frozenset()
     symbols = sum(len(torch_positions(p.read_text(encoding="utf-8"), methods)) for p in files)

@@ -38,20 +38,39 @@ class Session:
     def __init__(self, settings: Settings | None = None, workspace_root: str | None = None) -> None:
         self.settings = Settings()
         self.workspace_root = workspace_root
-        self.kb = KnowledgeBase()
+        self._kb: KnowledgeBase | None = None  # loaded after `initialize` answered (see ensure_knowledge)
+        self.knowledge_messages: list[str] = []  # problems found by the last load, not yet shown
         self.resolver = Resolver()
         self._checker: Checker | None = None  # built on the first check: importing the rules costs ~0.1 s
         self._documents: dict[str, _IndexedDocument] = {}
-        self.startup_messages = self.apply_settings(settings or Settings(), force=True)
+        self.startup_messages = self.apply_settings(settings or Settings(), force=True, load_knowledge=False)
+
+    @property
+    def kb(self) -> KnowledgeBase:
+        if self._kb is None:
+            self.knowledge_messages = self.reload_knowledge()
+        return self._kb  # type: ignore[return-value]
+
+    def ensure_knowledge(self) -> list[str]:
+        """Load the knowledge base if it is not loaded yet; returns the problems not shown yet."""
+        _ = self.kb
+        messages, self.knowledge_messages = self.knowledge_messages, []
+        return messages
 
     # ------------------------------------------------------------------------------------- settings
 
-    def apply_settings(self, settings: Settings, force: bool = False) -> list[str]:
-        """Switch to ``settings``; reload only what changed. Returns messages for the user."""
+    def apply_settings(self, settings: Settings, force: bool = False, load_knowledge: bool = True) -> list[str]:
+        """Switch to ``settings``; reload only what changed. Returns messages for the user.
+
+        ``load_knowledge=False`` leaves the knowledge base to be loaded on first use (``initialize`` answers first).
+        """
         messages: list[str] = []
         previous, self.settings = self.settings, settings
         if force or settings.knowledge_paths != previous.knowledge_paths:
-            messages.extend(self.reload_knowledge())
+            if load_knowledge:
+                messages.extend(self.reload_knowledge())
+            else:
+                self._kb = None
         if force or settings.diagnostics != previous.diagnostics:
             self._checker = None
         if force or settings.interpreter != previous.interpreter:
@@ -75,8 +94,8 @@ class Session:
 
     def reload_knowledge(self) -> list[str]:
         """Load the shipped and configured knowledge folders; report broken files without losing the rest."""
-        self.kb = KnowledgeBase.load(self.knowledge_folders())
-        errors = self.kb.errors
+        self._kb = KnowledgeBase.load(self.knowledge_folders())
+        errors = self._kb.errors
         if not errors:
             return []
         shown = "\n".join(str(e) for e in errors[:_MAX_REPORTED_KB_ERRORS])

@@ -5,7 +5,6 @@ from __future__ import annotations
 from lsprotocol import types
 
 from torchls.core.text import SourceText
-from torchls.hover import hover as hover_at
 from torchls.lsp.server import TorchLanguageServer
 
 
@@ -14,6 +13,8 @@ def register(server: TorchLanguageServer) -> None:
     async def on_hover(ls: TorchLanguageServer, params: types.HoverParams) -> types.Hover | None:
         if ls.session is None:
             return None
+        from torchls.hover import hover as hover_at  # with the first hover, not at start-up
+
         document = ls.workspace.get_text_document(params.text_document.uri)
         source = SourceText(document.source)
         if not source.has_position(params.position.line, params.position.character, ls.encoding):

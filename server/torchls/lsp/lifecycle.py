@@ -114,7 +114,7 @@ def register(server: TorchLanguageServer) -> None:
 
     @server.feature(types.INITIALIZED)
     async def on_initialized(ls: TorchLanguageServer, params: types.InitializedParams) -> None:
-        for message in ls.pending_messages:
+        for message in [*ls.pending_messages, *ls.session.ensure_knowledge()]:
             ls.show(message)
         ls.pending_messages = []
         if _supports_configuration(ls):
