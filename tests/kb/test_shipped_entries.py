@@ -93,3 +93,29 @@ def test_example_is_clean_under_torchls_check(path, index):
     example = _entry(path).examples[index]
     findings = check_source("DEVICE = 'cpu'\n" + example.code).findings
     assert not findings, [f"{f.code} line {f.span.start.line}: {f.message}" for f in findings]
+
+
+@pytest.mark.parametrize("path", FILES, ids=_id)
+def test_string_choices_are_values_the_installed_torch_knows(path):
+    """Each string in a parameter's `choices` appears in the installed torch's source or docstring of that API."""
+    import ast
+    import inspect
+
+    entry = _entry(path)
+    choices = [(p.name, c.value) for p in entry.params for c in p.choices]
+    if not choices:
+        return
+    obj = resolve_object(entry.name)
+    texts = [inspect.getdoc(obj) or ""]
+    for candidate in (obj, getattr(obj, "__init__", None), getattr(obj, "forward", None)):
+        try:
+            texts.append(inspect.getsource(candidate))
+        except (TypeError, OSError):
+            pass
+    corpus = "\n".join(texts)
+    for param, value in choices:
+        literal = ast.literal_eval(value)
+        if isinstance(literal, str):
+            assert f'"{literal}"' in corpus or f"'{literal}'" in corpus or f"``{literal}``" in corpus, (
+                f"{entry.name}({param}=...): {value} is not a value torch's code or docs mention"
+            )

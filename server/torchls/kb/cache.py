@@ -22,7 +22,7 @@ from torchls.kb.schema import Entry, KbError
 log = logging.getLogger(__name__)
 
 # Bump when Entry or the validation rules change, so stale caches are ignored.
-CACHE_FORMAT = f"{__version__}-kb1"
+CACHE_FORMAT = f"{__version__}-kb2"
 
 
 def cache_dir() -> Path:

@@ -6,6 +6,7 @@ Chinese (team knowledge folders show these messages in the editor).
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -31,12 +32,21 @@ class KbError:
 
 
 @dataclass(frozen=True, slots=True)
+class Choice:
+    """One allowed value of a parameter that takes a fixed set (``reduction='mean'``), as Python source."""
+
+    value: str
+    desc: str
+
+
+@dataclass(frozen=True, slots=True)
 class Param:
     name: str
     desc: str
     type: str | None = None
     default: str | None = None
     since: str | None = None  # torch version that added the parameter, when after 1.0
+    choices: tuple[Choice, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,7 +152,7 @@ _KNOWN_KEYS = frozenset(
     "name kind summary signature description params omitted_params shapes returns examples pitfalls see_also "
     "versions since url aliases".split()
 )
-_PARAM_KEYS = frozenset({"name", "desc", "type", "default", "since"})
+_PARAM_KEYS = frozenset({"name", "desc", "type", "default", "since", "choices"})
 
 
 def _lines_of(data: Any) -> Mapping[str, int]:
@@ -255,9 +265,38 @@ def _params(check: _Checker, data: Mapping[str, Any]) -> list[Param]:
             type=check.text(item, "type", required=False, line=line),
             default=None if default is None else str(default),
             since=since,
+            choices=tuple(_choices(check, item, name, line)),
         )
 
     return _each_mapping(check, data, "params", False, read)
+
+
+def _choices(check: _Checker, item: Mapping[str, Any], param: str, line: int) -> list[Choice]:
+    """``choices: [{value: "'mean'", desc: ...}]``: each value is written as Python source, like ``default``."""
+    raw = item.get("choices")
+    if raw is None:
+        return []
+    if not isinstance(raw, list) or not raw:
+        check.fail(line, f"参数 `{param}` 的 `choices` 应为非空列表")
+        return []
+    out = []
+    lines = getattr(raw, "item_lines", None) or [line] * len(raw)
+    for choice, choice_line in zip(raw, lines, strict=True):
+        if not isinstance(choice, Mapping) or set(choice) - {"value", "desc"}:
+            check.fail(choice_line, f"参数 `{param}` 的每个 choice 应为 {{value, desc}}")
+            continue
+        value = check.text(choice, "value", required=True, line=choice_line)
+        desc = check.text(choice, "desc", required=True, line=choice_line)
+        if value is None or desc is None:
+            continue
+        try:
+            ast.literal_eval(value)
+        except (ValueError, SyntaxError):
+            message = f"参数 `{param}` 的 choice 值应写成 Python 字面量（如 \"'mean'\"），实际是 {value!r}"
+            check.fail(choice_line, message)
+            continue
+        out.append(Choice(value, desc))
+    return out
 
 
 def _examples(check: _Checker, data: Mapping[str, Any]) -> list[Example]:
