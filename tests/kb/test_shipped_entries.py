@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import re
 
 import pytest
 import torch
@@ -108,10 +109,15 @@ def test_string_choices_are_values_the_installed_torch_knows(path):
     obj = resolve_object(entry.name)
     texts = [inspect.getdoc(obj) or ""]
     for candidate in (obj, getattr(obj, "__init__", None), getattr(obj, "forward", None)):
-        try:
+        with contextlib.suppress(TypeError, OSError):
             texts.append(inspect.getsource(candidate))
-        except (TypeError, OSError):
-            pass
+    # One level into the helpers the API calls in its own module: kaiming_normal_ checks names in calculate_gain.
+    module = inspect.getmodule(obj)
+    for called in set(re.findall(r"\b([A-Za-z_]\w*)\(", "\n".join(texts[1:]))):
+        helper = getattr(module, called, None)
+        if inspect.isfunction(helper) and helper.__module__ == getattr(module, "__name__", None):
+            with contextlib.suppress(TypeError, OSError):
+                texts.append(inspect.getsource(helper))
     corpus = "\n".join(texts)
     for param, value in choices:
         literal = ast.literal_eval(value)
