@@ -89,6 +89,23 @@ def is_loss_module(qualname: str) -> bool:
     return qualname.startswith("torch.nn.") and qualname.endswith("Loss")
 
 
+_NN_CLASSES_NOT_MODULES = frozenset(
+    {
+        "torch.nn.Parameter",
+        "torch.nn.UninitializedParameter",
+        "torch.nn.Buffer",
+        "torch.nn.UninitializedBuffer",
+        "torch.nn.LinearCrossEntropyOptions",
+    }
+)
+
+
+def is_module_class(qualname: str) -> bool:
+    """True for the public layer classes of ``torch.nn`` (``torch.nn.Linear``): all are ``nn.Module``s."""
+    head, _, last = qualname.rpartition(".")
+    return head == "torch.nn" and last[:1].isupper() and qualname not in _NN_CLASSES_NOT_MODULES
+
+
 def call_result(callee: str) -> str | None:
     """The class of the value returned by calling the torch name ``callee``, when it is certain."""
     if callee in TENSOR_FUNCTIONS or callee in FUNCTIONAL_TENSOR_FUNCTIONS:

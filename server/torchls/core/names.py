@@ -14,6 +14,7 @@ Whatever it cannot prove it leaves unresolved, and the caller asks jedi.
 from __future__ import annotations
 
 import ast
+import bisect
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Literal
@@ -54,7 +55,8 @@ class Value:
 class _ClassInfo:
     node: ast.ClassDef
     members: set[str] = field(default_factory=set)
-    self_bindings: dict[str, list[ast.expr | None]] = field(default_factory=lambda: defaultdict(list))
+    # ``self.x = expr`` in a method; a Value where the call proves the kind (``register_buffer`` -> Tensor).
+    self_bindings: dict[str, list[ast.expr | Value | None]] = field(default_factory=lambda: defaultdict(list))
 
 
 @dataclass(slots=True)
@@ -85,6 +87,8 @@ class ModuleIndex:
         self.classes: dict[str, _ClassInfo] = {}
         self._bindings: dict[ast.AST, dict[str, list[_Binding]]] = defaultdict(lambda: defaultdict(list))
         self._identifiers: dict[int, list[_Identifier]] = defaultdict(list)
+        self._scopes: list[tuple[int, int, ast.AST, ast.ClassDef | None]] = []  # functions: lines, node, class
+        self._statement_lines: list[int] | None = None  # built on first use
         self._collect(self.tree, scope=self.tree, klass=None, method_of=None)
         self._drop_shadowed_imports()
 
@@ -118,6 +122,7 @@ class ModuleIndex:
         elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
             if not isinstance(node, ast.Lambda):
                 self._bind(scope, node.name, node.lineno, None)
+                self._scopes.append((node.lineno - 1, self._extended_end(node), node, method_of))
                 for decorator in node.decorator_list:
                     self._visit(decorator, scope, klass, method_of)
                 if node.returns is not None:
@@ -155,6 +160,7 @@ class ModuleIndex:
         elif isinstance(node, ast.Name | ast.Attribute):
             self._record_identifier(node, scope, klass)
         elif isinstance(node, ast.Call):
+            self._record_registration(node, klass)
             for keyword in node.keywords:
                 if keyword.arg is not None:
                     start = self.source.position_from_ast(keyword.lineno, keyword.col_offset)
@@ -162,6 +168,28 @@ class ModuleIndex:
                         _Identifier(start.column, start.column + len(keyword.arg), keyword, scope, klass, node)
                     )
         self._collect(node, scope, klass, method_of)
+
+    def _record_registration(self, call: ast.Call, klass: ast.ClassDef | None) -> None:
+        """``self.register_buffer('name', tensor)`` binds ``self.name`` to a tensor (a parameter for
+        ``register_parameter``), as an assignment would; a ``None`` value may stay None, so proves nothing."""
+        func = call.func
+        if not (
+            klass is not None
+            and isinstance(func, ast.Attribute)
+            and func.attr in ("register_buffer", "register_parameter")
+            and isinstance(func.value, ast.Name)
+            and func.value.id == "self"
+            and len(call.args) >= 2
+            and isinstance(call.args[0], ast.Constant)
+            and isinstance(call.args[0].value, str)
+        ):
+            return
+        value = call.args[1]
+        known = not (isinstance(value, ast.Constant) and value.value is None)
+        kind = facts.TENSOR if func.attr == "register_buffer" else "torch.nn.Parameter"
+        self.classes.setdefault(klass.name, _ClassInfo(klass)).self_bindings[call.args[0].value].append(
+            Value(kind) if known else None
+        )
 
     def _bind(self, scope: ast.AST, name: str, lineno: int, value: ast.expr | None) -> None:
         self._bindings[scope][name].append(_Binding(lineno - 1, value))
@@ -264,7 +292,59 @@ class ModuleIndex:
             if name in self.imports and any(b.value is not None for b in bindings):
                 del self.imports[name]
 
+    def _extended_end(self, node: ast.AST) -> int:
+        """A function's last line, extended over the blank or deeper-indented lines after it: the line being
+        typed does not parse, so the parsed function may end just before the cursor."""
+        end = (getattr(node, "end_lineno", None) or node.lineno) - 1  # type: ignore[attr-defined]
+        indent = node.col_offset  # type: ignore[attr-defined]
+        lines = self.source.lines
+        while end + 1 < len(lines):
+            following = lines[end + 1]
+            if following.strip() and len(following) - len(following.lstrip()) <= indent:
+                break
+            end += 1
+        return end
+
     # ----------------------------------------------------------------------------------------- queries
+
+    def statement_line_before(self, line: int) -> int | None:
+        """The last line at or before ``line`` where a statement begins the line: a place to start reading
+        tokens that is never inside a string. None when no statement begins before ``line``."""
+        starts = self._statement_lines
+        if starts is None:
+            found = set()
+            lines = self.source.lines
+            for node in ast.walk(self.tree):
+                if isinstance(node, ast.stmt) and node.lineno <= len(lines):
+                    text = lines[node.lineno - 1]
+                    # First on its line (not ``a = 1; b = f(``): its byte offset is the line's indentation,
+                    # which is ASCII, so bytes and characters agree.
+                    if node.col_offset == len(text) - len(text.lstrip()):
+                        found.add(node.lineno - 1)
+            starts = self._statement_lines = sorted(found)
+        index = bisect.bisect_right(starts, line)
+        return starts[index - 1] if index else None
+
+    def qualify_dotted(self, dotted: str) -> str | None:
+        """``nn.functional`` -> ``torch.nn.functional`` through the imports; None when the head is not imported."""
+        head, _, rest = dotted.partition(".")
+        base = self.imports.get(head)
+        if base is None:
+            return None
+        return f"{base}.{rest}" if rest else base
+
+    def value_at(self, expression: str, position: Position) -> Value | None:
+        """The torch value of ``expression`` (``x``, ``self.fc``, ``model``) as code at ``position`` sees it."""
+        try:
+            expr = ast.parse(expression.strip(), mode="eval").body
+        except SyntaxError:
+            return None
+        scope, klass = self.tree, None
+        for start, end, node, method_of in self._scopes:
+            if start < position.line <= end and (scope is self.tree or start >= scope.lineno - 1):  # type: ignore
+                scope, klass = node, method_of
+        where = _Identifier(position.column, position.column, expr, scope, klass)
+        return self.infer(expr, where, position.line)
 
     def qualify(self, expr: ast.expr) -> str | None:
         """The dotted torch-or-other qualified name an expression refers to through imports, if static."""
@@ -274,6 +354,26 @@ class ModuleIndex:
             base = self.qualify(expr.value)
             return f"{base}.{expr.attr}" if base else None
         return None
+
+    def qualify_annotation(self, annotation: ast.expr) -> str | None:
+        """The class an annotation names: ``torch.Tensor``, ``Optional[Tensor]``, ``Tensor | None``,
+        ``"torch.Tensor"``. An optional value is still that class wherever its members are used."""
+        if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+            try:
+                annotation = ast.parse(annotation.value, mode="eval").body
+            except SyntaxError:
+                return None
+        if isinstance(annotation, ast.Subscript):
+            head = annotation.value
+            name = head.attr if isinstance(head, ast.Attribute) else head.id if isinstance(head, ast.Name) else ""
+            if name == "Optional":
+                return self.qualify_annotation(annotation.slice)
+            return None
+        if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
+            sides = [annotation.left, annotation.right]
+            real = [side for side in sides if not (isinstance(side, ast.Constant) and side.value is None)]
+            return self.qualify_annotation(real[0]) if len(real) == 1 else None
+        return self.qualify(annotation)
 
     def target_at(self, position: Position) -> Target | None:
         """The symbol at ``position`` (code points), or None when there is no identifier there."""
@@ -346,6 +446,48 @@ class ModuleIndex:
             class_name = local_bases[0]
         return False
 
+    def user_class_members(self, class_name: str) -> tuple[dict[str, str], str] | None:
+        """The members a class of this file defines itself, through its local bases, as ``{name: kind}`` (kind:
+        method / class / variable), and the torch class it finally derives from. None when a base is neither
+        local nor torch (a mixin from elsewhere: only jedi knows what it adds)."""
+        members: dict[str, str] = {}
+        torch_base = None
+        pending, seen = [class_name], set()
+        while pending:
+            name = pending.pop(0)
+            if name in seen:
+                continue
+            seen.add(name)
+            info = self.classes.get(name)
+            if info is None:
+                return None
+            for stmt in info.node.body:
+                if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
+                    is_property = any(
+                        isinstance(d, ast.Name) and d.id in ("property", "cached_property") for d in stmt.decorator_list
+                    )
+                    members.setdefault(stmt.name, "property" if is_property else "method")
+                elif isinstance(stmt, ast.ClassDef):
+                    members.setdefault(stmt.name, "class")
+                elif isinstance(stmt, ast.Assign | ast.AnnAssign):
+                    targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+                    for target in targets:
+                        if isinstance(target, ast.Name):
+                            members.setdefault(target.id, "variable")
+            for attribute in info.self_bindings:
+                members.setdefault(attribute, "variable")
+            for base in info.node.bases:
+                qualname = self.qualify(base)
+                if qualname is not None and qualname.startswith("torch."):
+                    torch_base = torch_base or qualname
+                elif isinstance(base, ast.Name) and base.id in self.classes:
+                    pending.append(base.id)
+                elif not (isinstance(base, ast.Name) and base.id == "object"):
+                    return None
+        if torch_base is None:
+            return None
+        return members, torch_base
+
     # ---------------------------------------------------------------------------------------- inference
 
     def infer(self, expr: ast.expr, where: _Identifier, line: int, depth: int = 0) -> Value | None:
@@ -364,6 +506,8 @@ class ModuleIndex:
             return None
         if isinstance(expr, ast.Call):
             return self._infer_call(expr, where, line, depth)
+        if isinstance(expr, ast.IfExp):  # ``nn.Linear(...) if n else nn.Identity()``: both branches must agree
+            return _common([self.infer(b, where, line, depth + 1) for b in (expr.body, expr.orelse)])
         if isinstance(expr, ast.BinOp):
             for side in (expr.left, expr.right):
                 value = self.infer(side, where, line, depth + 1)
@@ -429,7 +573,7 @@ class ModuleIndex:
                 return None
             binding = max(earlier, key=lambda b: b.line)
             if binding.annotation is not None:
-                annotated = self.qualify(binding.annotation)
+                annotated = self.qualify_annotation(binding.annotation)
                 if annotated and annotated.startswith("torch."):
                     return Value(annotated)
             if binding.value is None:
@@ -445,7 +589,25 @@ class ModuleIndex:
         for expr in info.self_bindings[attr]:
             if expr is None:
                 return None
+            if isinstance(expr, Value):
+                values.append(expr)
+                continue
             # ``self.x`` bound in ``__init__`` is evaluated in the method that binds it, not at the cursor.
             values.append(self.infer(expr, where, expr.lineno - 1, depth + 1))
-        first = values[0]
-        return first if first is not None and all(v == first for v in values) else None
+        return _common(values)
+
+
+def _common(values: list[Value | None]) -> Value | None:
+    """What several possible values of one name have in common: the same value, or two different torch layers
+    are both an ``nn.Module``; otherwise nothing is proven."""
+    if not values or any(v is None for v in values):
+        return None
+    first = values[0]
+    if all(v == first for v in values):
+        return first
+    if all(
+        v.user_class is None and v.qualname.startswith("torch.nn.") and facts.is_module_class(v.qualname)
+        for v in values
+    ):
+        return Value("torch.nn.Module")
+    return None
