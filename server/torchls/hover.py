@@ -55,7 +55,7 @@ async def _live_doc(session: Session, public_name: str, wait: bool) -> SymbolDoc
     cached = session.resolver.cached_doc(public_name)
     if cached is not None or not wait:
         if cached is None:  # fill the cache for the next hover without making this one wait
-            session.resolver.submit(session.resolver.describe, public_name)
+            session.resolver.submit(session.resolver.describe, public_name, background=True)
         return cached
     return await _jedi(session, session.resolver.describe, public_name)
 

@@ -43,6 +43,8 @@ class Session:
         self.resolver = Resolver()
         self._checker: Checker | None = None  # built on the first check: importing the rules costs ~0.1 s
         self._documents: dict[str, _IndexedDocument] = {}
+        self.completion_lists: dict[tuple, list] = {}  # built completion lists; they depend on the knowledge base
+        self.prefetched: set[str] = set()  # documents whose torch classes' members were asked of jedi
         self.startup_messages = self.apply_settings(settings or Settings(), force=True, load_knowledge=False)
 
     @property
@@ -95,6 +97,7 @@ class Session:
     def reload_knowledge(self) -> list[str]:
         """Load the shipped and configured knowledge folders; report broken files without losing the rest."""
         self._kb = KnowledgeBase.load(self.knowledge_folders())
+        self.completion_lists.clear()
         errors = self._kb.errors
         if not errors:
             return []
@@ -136,6 +139,7 @@ class Session:
 
     def forget(self, uri: str) -> None:
         self._documents.pop(uri, None)
+        self.prefetched.discard(uri)
 
     def close(self) -> None:
         self.resolver.close()

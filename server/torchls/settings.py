@@ -40,6 +40,21 @@ class DiagnosticsSettings:
     )
 
 
+COMPLETION_MODES = ("all", "enriched")
+
+
+@attrs.frozen
+class CompletionSettings:
+    mode: str = attrs.field(
+        default="all",
+        metadata={
+            "key": "mode",
+            "doc": "all：列出全部候选并附中文说明；enriched：只列出有中文条目的候选（与 Pylance 等一起使用时避免重复）",
+            "choices": COMPLETION_MODES,
+        },
+    )
+
+
 @attrs.frozen
 class Settings:
     """Everything the server reads from the client."""
@@ -54,6 +69,9 @@ class Settings:
     )
     diagnostics: DiagnosticsSettings = attrs.field(
         factory=DiagnosticsSettings, metadata={"key": "diagnostics", "doc": "诊断（避坑检查）"}
+    )
+    completion: CompletionSettings = attrs.field(
+        factory=CompletionSettings, metadata={"key": "completion", "doc": "补全"}
     )
 
 
@@ -107,6 +125,7 @@ _converter.register_structure_hook_func(lambda t: t == tuple[str, ...], _str_tup
 _converter.register_structure_hook_func(lambda t: t == tuple[tuple[str, str], ...], _severity_map)
 
 attrs.resolve_types(DiagnosticsSettings)
+attrs.resolve_types(CompletionSettings)
 attrs.resolve_types(Settings)  # field types are strings under postponed annotations
 
 
@@ -131,6 +150,9 @@ def _parse_section(cls: type, raw: Mapping[str, Any], base: Any, path: str, prob
             continue
         try:
             values[field.name] = _converter.structure(value, field.type)
+            allowed = field.metadata.get("choices")
+            if allowed and values[field.name] not in allowed:
+                raise TypeError(f"应为 {' / '.join(allowed)} 之一，实际是 {value!r}")
         except (TypeError, ValueError, cattrs.BaseValidationError) as error:
             default = getattr(cls(), field.name)
             problems.append(f"torchls 设置项 `{path}{key}` 的值无效（{_reason(error)}），已改用默认值 {_show(default)}")

@@ -46,6 +46,7 @@ def test_every_setting_is_described_in_chinese():
         "diagnostics.ignore",
         "diagnostics.severity",
         "diagnostics.debounceMs",
+        "completion.mode",
     }
     assert all(any("\u4e00" <= ch <= "\u9fff" for ch in text) for text in described.values())
 
@@ -59,6 +60,13 @@ def test_nested_section_keeps_good_values_and_reports_bad_ones():
     assert settings.diagnostics.debounce_ms == 10
     assert any("`diagnostics.debounceMs` 的值无效" in p for p in problems)
     assert any("`diagnostics.colour`" in p for p in problems)
+
+
+def test_completion_mode_must_be_one_of_the_modes():
+    settings, problems = parse_settings({"completion": {"mode": "some"}})
+    assert settings.completion.mode == "all"
+    assert "all / enriched" in problems[0]
+    assert parse_settings({"completion": {"mode": "enriched"}})[0].completion.mode == "enriched"
 
 
 def test_bad_severity_level_is_reported():

@@ -106,6 +106,11 @@ async def _check_and_publish(ls: TorchLanguageServer, uri: str, delay: float) ->
     ls.text_document_publish_diagnostics(
         types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics, version=version)
     )
+    # While the user reads or pauses, index this version too, so that hover and completion find it ready.
+    try:
+        await asyncio.get_running_loop().run_in_executor(_executor, ls.session.index, uri, text, version)
+    except Exception:
+        log.exception("indexing %s failed", uri)
 
 
 def clear(ls: TorchLanguageServer, uri: str) -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from lsprotocol import types
 
-from torchls.core.text import SourceText
 from torchls.lsp.server import TorchLanguageServer
 
 
@@ -15,11 +14,10 @@ def register(server: TorchLanguageServer) -> None:
             return None
         from torchls.hover import hover as hover_at  # with the first hover, not at start-up
 
-        document = ls.workspace.get_text_document(params.text_document.uri)
-        source = SourceText(document.source)
-        if not source.has_position(params.position.line, params.position.character, ls.encoding):
+        cursor = ls.cursor(params.text_document, params.position)
+        if cursor is None:
             return None  # past the end of a line or of the document: nothing is there
-        position = source.position_from_units(params.position.line, params.position.character, ls.encoding)
+        document, source, position = cursor.document, cursor.source, cursor.position
         result = await hover_at(ls.session, document.uri, document.path, document.source, document.version, position)
         if result is None:
             return None

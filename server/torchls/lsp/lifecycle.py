@@ -79,7 +79,7 @@ async def warm_up(ls: TorchLanguageServer) -> None:
         if resolver is not session.resolver:
             break  # the interpreter changed: a new warm-up has started
         try:
-            await asyncio.wrap_future(resolver.submit(step))
+            await asyncio.wrap_future(resolver.submit(step, background=True))
         except Exception as error:  # executor closed or jedi failure: warm-up is best effort
             log.info("warm-up step %s failed: %s", label, error)
             break

@@ -1,0 +1,82 @@
+"""``textDocument/completion`` and ``completionItem/resolve``: convert positions and items, delegate the rest."""
+
+from __future__ import annotations
+
+from lsprotocol import types
+
+from torchls.lsp.server import TorchLanguageServer
+
+TRIGGER_CHARACTERS = [".", "(", ",", "=", "'", '"']
+
+_KINDS = {
+    "function": types.CompletionItemKind.Function,
+    "method": types.CompletionItemKind.Method,
+    "class": types.CompletionItemKind.Class,
+    "module": types.CompletionItemKind.Module,
+    "property": types.CompletionItemKind.Property,
+    "constant": types.CompletionItemKind.Constant,
+    "variable": types.CompletionItemKind.Variable,
+    "argument": types.CompletionItemKind.Field,
+    "value": types.CompletionItemKind.Value,
+}
+
+
+def _to_lsp(item) -> types.CompletionItem:
+    return types.CompletionItem(
+        label=item.label,
+        kind=_KINDS.get(item.kind, types.CompletionItemKind.Text),
+        label_details=types.CompletionItemLabelDetails(description=item.summary) if item.summary else None,
+        detail=item.summary,
+        insert_text=item.insert_text,
+        sort_text=item.sort_text,
+        documentation=types.MarkupContent(kind=types.MarkupKind.Markdown, value=item.documentation)
+        if item.documentation
+        else None,
+        data={"name": item.qualname} if item.qualname and not item.documentation else None,
+    )
+
+
+def _as_json(ls: TorchLanguageServer, items: list) -> list[dict]:
+    """The items as JSON-ready dicts; a cached list (``torch.``'s 1,100 members) is converted only once."""
+    cached = ls.converted_lists.get(id(items))
+    if cached is not None and cached[0] is items:
+        return cached[1]
+    converted = [ls.protocol._converter.unstructure(_to_lsp(item)) for item in items]
+    if len(items) > 100:
+        if len(ls.converted_lists) >= 64:  # lists of a knowledge base reloaded since: let them go
+            ls.converted_lists.clear()
+        ls.converted_lists[id(items)] = (items, converted)
+    return converted
+
+
+def register(server: TorchLanguageServer) -> None:
+    @server.feature(
+        types.TEXT_DOCUMENT_COMPLETION,
+        types.CompletionOptions(trigger_characters=TRIGGER_CHARACTERS, resolve_provider=True),
+    )
+    async def on_completion(ls: TorchLanguageServer, params: types.CompletionParams) -> dict | None:
+        if ls.session is None:
+            return None
+        from torchls.completion import complete  # with the first completion, not at start-up
+
+        cursor = ls.cursor(params.text_document, params.position)
+        if cursor is None:
+            return None  # past the end of a line or of the document: nothing is there
+        document, position = cursor.document, cursor.position
+        result = await complete(ls.session, document.uri, document.path, document.source, document.version, position)
+        if result is None:
+            return None
+        # A plain dict: pygls would otherwise convert every item of a long list again on each keystroke.
+        return {"isIncomplete": result.is_incomplete, "items": _as_json(ls, result.items)}
+
+    @server.feature(types.COMPLETION_ITEM_RESOLVE)
+    async def on_resolve(ls: TorchLanguageServer, item: types.CompletionItem) -> types.CompletionItem:
+        name = item.data.get("name") if isinstance(item.data, dict) else None
+        if ls.session is None or not name or item.documentation is not None:
+            return item
+        from torchls.completion import documentation
+
+        markdown = await documentation(ls.session, name)
+        if markdown:
+            item.documentation = types.MarkupContent(kind=types.MarkupKind.Markdown, value=markdown)
+        return item
