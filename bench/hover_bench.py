@@ -18,9 +18,7 @@ from __future__ import annotations
 import argparse
 import ast
 import asyncio
-import os
 import statistics
-import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
@@ -29,11 +27,18 @@ from pathlib import Path
 from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 
-ROOT = Path(__file__).resolve().parent.parent
-SERVERS = {
-    "torchls": [sys.executable, "-m", "torchls", "serve"],
-    "jedi-language-server": [str(Path(sys.executable).with_name("jedi-language-server"))],
-}
+from harness import (
+    ROOT,
+    SERVERS,
+    TorchImports,
+    compile_torchls,
+    peak_memory_mb,
+    percentile,
+    pick_files,
+    start_server,
+    stop_server,
+    utf16_column,
+)
 
 
 @dataclass
@@ -64,23 +69,7 @@ def torch_positions(text: str, methods: frozenset[str] = frozenset()) -> list[tu
         tree = ast.parse(text)
     except SyntaxError:
         return []
-    aliases: dict[str, str] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.name.split(".")[0] == "torch":
-                    aliases[alias.asname or "torch"] = alias.name if alias.asname else "torch"
-        elif isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").split(".")[0] == "torch":
-            for alias in node.names:
-                aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
-
-    def qualify(expr: ast.expr) -> str | None:
-        if isinstance(expr, ast.Name):
-            return aliases.get(expr.id)
-        if isinstance(expr, ast.Attribute):
-            base = qualify(expr.value)
-            return f"{base}.{expr.attr}" if base else None
-        return None
+    qualify = TorchImports(tree).qualify
 
     lines = text.splitlines()
     found = set()
@@ -91,61 +80,18 @@ def torch_positions(text: str, methods: frozenset[str] = frozenset()) -> list[tu
         if wanted and isinstance(node.ctx, ast.Load):
             line = (node.end_lineno or node.lineno) - 1
             name = node.attr if isinstance(node, ast.Attribute) else node.id
-            end = len(lines[line].encode("utf-8")[: node.end_col_offset].decode("utf-8", "replace"))
-            start = end - len(name)
-            found.add((line, len(lines[line][:start].encode("utf-16-le")) // 2))
+            found.add((line, utf16_column(lines[line], node.end_col_offset or 0) - len(name)))
     return sorted(found)
 
 
-def _vm_hwm_mb(pid: int) -> float:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return 0.0
-
-
-def _children(pid: int) -> list[int]:
-    try:
-        out = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True, check=False).stdout
-    except FileNotFoundError:
-        return []
-    pids = [int(p) for p in out.split()]
-    return pids + [grand for child in pids for grand in _children(child)]
-
-
-def percentile(values: list[float], q: float) -> float:
-    if not values:
-        return float("nan")
-    ordered = sorted(values)
-    index = min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))
-    return ordered[index]
-
-
-async def run_server(
-    name: str, command: list[str], files: list[Path], workspace: Path, methods: frozenset[str]
-) -> Result:
+async def run_server(name: str, files: list[Path], workspace: Path, methods: frozenset[str]) -> Result:
     result = Result(name)
-    client = LanguageClient("torchls-bench", "1")
-    env = {**os.environ, "TORCHLS_CACHE_DIR": os.environ.get("TORCHLS_CACHE_DIR", str(ROOT / ".bench-cache"))}
-    started = time.perf_counter()
-    await client.start_io(*command, env=env)
-    options = {"workspace": {"environmentPath": sys.executable}} if name == "jedi-language-server" else None
-    await client.initialize_async(
-        types.InitializeParams(
-            capabilities=types.ClientCapabilities(
-                text_document=types.TextDocumentClientCapabilities(
-                    hover=types.HoverClientCapabilities(content_format=[types.MarkupKind.Markdown])
-                )
-            ),
-            root_uri=workspace.as_uri(),
-            initialization_options=options,
+    capabilities = types.ClientCapabilities(
+        text_document=types.TextDocumentClientCapabilities(
+            hover=types.HoverClientCapabilities(content_format=[types.MarkupKind.Markdown])
         )
     )
-    result.initialize_ms = (time.perf_counter() - started) * 1000
-    client.initialized(types.InitializedParams())
+    client, result.initialize_ms = await start_server(name, capabilities, workspace)
     first = True
     for path in files:
         text = path.read_text(encoding="utf-8")
@@ -165,12 +111,8 @@ async def run_server(
             result.total += 1
             result.answered += hover is not None
         client.text_document_did_close(types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(uri)))
-    server_pid = client._server.pid
-    result.rss_server_mb = _vm_hwm_mb(server_pid)
-    result.rss_children_mb = sum(_vm_hwm_mb(child) for child in _children(server_pid))
-    await client.shutdown_async(None)
-    client.exit(None)
-    await client.stop()
+    result.rss_server_mb, result.rss_children_mb = peak_memory_mb(client)
+    await stop_server(client)
     return result
 
 
@@ -214,22 +156,6 @@ def print_table(results: list[Result]) -> None:
         print(f"\nwarm p95: {b.server} / {a.server} = {ratio:.1f}x")
 
 
-def pick_files(corpus: Path, package: str, count: int) -> list[Path]:
-    candidates = sorted((corpus / package).rglob("*.py"))
-    scored = []
-    for path in candidates:
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
-            continue
-        positions = len(torch_positions(text))
-        if positions:
-            scored.append((positions, path))
-    # The files with the most torch symbols, in a stable order: real model code, not thin wrappers.
-    scored.sort(key=lambda item: (-item[0], str(item[1])))
-    return sorted(path for _, path in scored[:count])
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--corpus", type=Path, default=ROOT / ".corpus", help="output of real-corpus.sh")
@@ -244,21 +170,13 @@ def main() -> int:
     if not (args.corpus / args.package).is_dir():
         print(f"no corpus at {args.corpus}; run: bash ../shared/tools/real-corpus.sh {args.corpus}", file=sys.stderr)
         return 2
-    # An installed package has its byte code compiled; an editable checkout under PYTHONDONTWRITEBYTECODE (set on
-    # some machines) would recompile every module at each start-up and measure that instead.
-    import compileall
-
-    import torchls
-
-    compileall.compile_dir(Path(torchls.__file__).parent, quiet=1)
-    files = pick_files(args.corpus, args.package, args.files)
+    compile_torchls()
+    files = pick_files(args.corpus, args.package, args.files, lambda text: len(torch_positions(text)))
     methods = tensor_method_names() if args.tensor_methods else frozenset()
     symbols = sum(len(torch_positions(p.read_text(encoding="utf-8"), methods)) for p in files)
     print(f"{len(files)} files from {args.package}, {symbols} torch symbols, python {sys.executable}\n")
     names = ["torchls"] + ([args.compare] if args.compare else [])
-    results = [
-        asyncio.run(run_server(name, SERVERS[name], files, args.corpus / args.package, methods)) for name in names
-    ]
+    results = [asyncio.run(run_server(name, files, args.corpus / args.package, methods)) for name in names]
     print_table(results)
     if args.startup_runs:
         print()

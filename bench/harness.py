@@ -1,0 +1,140 @@
+"""What the LSP benchmarks share: the servers they compare, starting one the way an editor does, peak memory,
+percentiles, the torch imports of a real file, and picking the corpus files with the most torch code."""
+
+from __future__ import annotations
+
+import ast
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from lsprotocol import types
+from pygls.lsp.client import LanguageClient
+
+ROOT = Path(__file__).resolve().parent.parent
+SERVERS = {
+    "torchls": [sys.executable, "-m", "torchls", "serve"],
+    "jedi-language-server": [str(Path(sys.executable).with_name("jedi-language-server"))],
+}
+
+
+def compile_torchls() -> None:
+    """An installed package has its byte code compiled; an editable checkout under PYTHONDONTWRITEBYTECODE (set
+    on some machines) would recompile every module at each start-up and measure that instead."""
+    import compileall
+
+    import torchls
+
+    compileall.compile_dir(Path(torchls.__file__).parent, quiet=1)
+
+
+async def start_server(
+    name: str, capabilities: types.ClientCapabilities, workspace: Path, cache_dir: Path | None = None
+) -> tuple[LanguageClient, float]:
+    """Start ``name`` over stdio and initialize it; returns the client and the milliseconds to the response.
+
+    Both servers read the same Python environment: jedi-language-server is told this interpreter explicitly.
+    """
+    client = LanguageClient("torchls-bench", "1")
+
+    @client.feature(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    def _diagnostics(params: types.PublishDiagnosticsParams) -> None:
+        """Diagnostics are not measured here; handled only so the client does not log each one as unknown."""
+
+    cache = cache_dir or Path(os.environ.get("TORCHLS_CACHE_DIR", str(ROOT / ".bench-cache")))
+    env = {**os.environ, "TORCHLS_CACHE_DIR": str(cache)}
+    started = time.perf_counter()
+    await client.start_io(*SERVERS[name], env=env)
+    options = {"workspace": {"environmentPath": sys.executable}} if name == "jedi-language-server" else None
+    await client.initialize_async(
+        types.InitializeParams(capabilities=capabilities, root_uri=workspace.as_uri(), initialization_options=options)
+    )
+    elapsed = (time.perf_counter() - started) * 1000
+    client.initialized(types.InitializedParams())
+    return client, elapsed
+
+
+async def stop_server(client: LanguageClient) -> None:
+    await client.shutdown_async(None)
+    client.exit(None)
+    await client.stop()
+
+
+def _vm_hwm_mb(pid: int) -> float:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        out = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True, check=False).stdout
+    except FileNotFoundError:
+        return []
+    pids = [int(p) for p in out.split()]
+    return pids + [grand for child in pids for grand in _children(child)]
+
+
+def peak_memory_mb(client: LanguageClient) -> tuple[float, float]:
+    """Peak resident memory (VmHWM) of the server process and, summed, of its children (jedi's helper)."""
+    pid = client._server.pid
+    return _vm_hwm_mb(pid), sum(_vm_hwm_mb(child) for child in _children(pid))
+
+
+def percentile(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))
+    return ordered[index]
+
+
+class TorchImports:
+    """The torch names a file imports, and what a ``Name``/``Attribute`` expression made of them means."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        self.aliases: dict[str, str] = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.name.split(".")[0] == "torch":
+                        self.aliases[alias.asname or "torch"] = alias.name if alias.asname else "torch"
+            elif isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").split(".")[0] == "torch":
+                for alias in node.names:
+                    self.aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+
+    def qualify(self, expr: ast.expr) -> str | None:
+        if isinstance(expr, ast.Name):
+            return self.aliases.get(expr.id)
+        if isinstance(expr, ast.Attribute):
+            base = self.qualify(expr.value)
+            return f"{base}.{expr.attr}" if base else None
+        return None
+
+
+def utf16_column(line_text: str, utf8_offset: int) -> int:
+    """The UTF-16 column of a UTF-8 byte offset (what ``ast`` gives) in a line (what LSP wants)."""
+    prefix = line_text.encode("utf-8")[:utf8_offset].decode("utf-8", "replace")
+    return len(prefix.encode("utf-16-le")) // 2
+
+
+def pick_files(corpus: Path, package: str, count: int, score: Callable[[str], int]) -> list[Path]:
+    """The ``count`` files of a package with the highest ``score`` (real model code, not thin wrappers)."""
+    scored = []
+    for path in sorted((corpus / package).rglob("*.py")):
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        points = score(text)
+        if points:
+            scored.append((points, path))
+    scored.sort(key=lambda item: (-item[0], str(item[1])))
+    return sorted(path for _, path in scored[:count])
