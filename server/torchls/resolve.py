@@ -16,6 +16,8 @@ import os
 import queue
 import shutil
 import threading
+import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -35,6 +37,9 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 # Code that makes jedi read the parts of torch hover and completion touch most, in the order users meet them.
+_STATE_MAX_AGE_SECONDS = 300.0  # how long jedi's view of modules on disk may be reused (see Resolver._share_state)
+_MEMOS_KEPT = 4  # texts whose memoized inference is kept: the open documents' current versions, a snippet
+
 _WARM_UP_SNIPPETS = (
     ("import torch\ntorch.randn(2, 3).view", "torch._C._VariableFunctions / TensorBase"),
     ("import torch.nn as nn\nnn.Linear(2, 3).parameters", "torch.nn"),
@@ -247,6 +252,9 @@ class Resolver:
         self._members: dict[str, tuple[str, ...]] = {}  # "qualname|instance" -> member names
         self._kinds: dict[str, str] = {}  # "qualname|instance|member" -> jedi's type of the member
         self._members_file: Path | None = None
+        self._state: Any = None  # jedi's InferenceState, shared by requests (see _share_state)
+        self._state_since = 0.0
+        self._memos: OrderedDict[tuple[str | None, int], dict] = OrderedDict()  # per text: jedi's memoized results
 
     # -------------------------------------------------------------------------------- thread plumbing
 
@@ -275,7 +283,48 @@ class Resolver:
     def _script(self, text: str, path: str | None) -> jedi.Script:
         import jedi
 
-        return jedi.Script(text, path=path, environment=self.environment())
+        script = jedi.Script(text, path=path, environment=self.environment())
+        self._share_state(script, text, path)
+        return script
+
+    def forget_inference(self) -> None:
+        """Drop what jedi inferred about every module: after files change on disk (a save, a checkout)."""
+        self._state = None
+        self._memos.clear()
+
+    def _share_state(self, script: Any, text: str, path: str | None) -> None:
+        """Give the script the inference state of the scripts before it.
+
+        jedi starts each Script with an empty state, so every request infers torch's modules again (150 ms a
+        request on a large file). The state's module cache holds what does not change while the user types:
+        torch, the libraries, the project's other files (the state is renewed every few minutes and after a
+        save, so their edits are seen). What it memoizes about the document's own syntax tree is dropped whenever
+        the text changes (kept per text for the last few texts, so requests in an unchanged document share it):
+        parso reuses unchanged nodes between versions, so an old answer could otherwise outlive the edit that
+        changed it.
+        """
+        state, now = self._state, time.monotonic()
+        if state is None or now - self._state_since > _STATE_MAX_AGE_SECONDS:
+            state = self._state = script._inference_state
+            self._state_since = now
+            self._memos.clear()
+        key = (path, hash(text))
+        try:
+            memo = self._memos.pop(key, None)
+            if memo is None:
+                memo = {}
+                state.inferred_element_counts.clear()
+            self._memos[key] = memo
+            while len(self._memos) > _MEMOS_KEPT:
+                self._memos.popitem(last=False)
+            state.memoize_cache = memo
+            state.reset_recursion_limitations()
+            own = script._inference_state
+            state.script_path, state.project = own.script_path, own.project  # its sys.path comes from these
+            script._inference_state = state
+        except AttributeError as error:  # a jedi without these internals: every script keeps its own state
+            log.info("cannot share jedi's inference state: %s", error)
+            self._state = None
 
     def warm_up_plan(self, names: Iterable[str] = ()) -> list[tuple[str, Callable[[], object]]]:
         """Warm-up as small steps ``(label, step)``: the caller runs each on the jedi thread and can report

@@ -29,6 +29,9 @@ def register(server: TorchLanguageServer) -> None:
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
     def did_save(ls: TorchLanguageServer, params: types.DidSaveTextDocumentParams) -> None:
         diagnostics.schedule(ls, params.text_document.uri, 0)
+        if ls.session is not None:
+            # Other files may import the saved one: jedi must read it again.
+            ls.session.resolver.submit(ls.session.resolver.forget_inference)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: TorchLanguageServer, params: types.DidCloseTextDocumentParams) -> None:
