@@ -356,14 +356,24 @@ async def test_enriched_mode_offers_only_what_torchls_explains(client: LanguageC
 
 
 async def test_stale_requests_are_cancelled_and_the_last_one_answers(client: LanguageClient):
-    """Twenty completions that need jedi, all but the last cancelled at once, as an editor does while typing."""
-    uri, position = await open_marked(client, HEADER + "torch.chunk(x, 2)[0].‸\n")  # only jedi can answer
-    params = types.CompletionParams(text_document=types.TextDocumentIdentifier(uri), position=position)
+    """Twenty completions that need jedi, all but the last cancelled at once, as an editor does while typing.
+
+    Each is in a document of its own (jedi infers each afresh), so the jedi thread is still busy with the first
+    ones when the cancellations arrive: those still queued must never run.
+    """
+    # Short texts (cheap for the event loop), each new to jedi: listing a tensor's 700 members afresh is slow.
+    places = [await open_marked(client, f"{HEADER}# 第 {n} 个 🧪\ntorch.chunk(x, 2)[0].‸\n") for n in range(20)]
     ids = [f"stale-{n}" for n in range(20)]
     # send_request writes at once (pytest-lsp's send_request_async would only write when awaited).
     futures = [
-        asyncio.wrap_future(client.protocol.send_request(types.TEXT_DOCUMENT_COMPLETION, params, msg_id=msg_id))
-        for msg_id in ids
+        asyncio.wrap_future(
+            client.protocol.send_request(
+                types.TEXT_DOCUMENT_COMPLETION,
+                types.CompletionParams(text_document=types.TextDocumentIdentifier(uri), position=position),
+                msg_id=msg_id,
+            )
+        )
+        for (uri, position), msg_id in zip(places, ids, strict=True)
     ]
     for msg_id in ids[:-1]:
         client.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id=msg_id))
