@@ -148,6 +148,13 @@ async def test_members_carry_the_chinese_summary(client: LanguageClient, kb, lin
     assert any(summary_of(item) is None for item in result.items)
 
 
+async def test_a_receiver_of_several_types_lists_the_members_of_each(client: LanguageClient, kb):
+    marked = HEADER + 'value = {"键": 1} if len(x) > 3 else torch.zeros(2)\n说明 = "两种 🔀"; value.‸\n'
+    items = by_label(await complete(client, marked))
+    assert {"keys", "items", "view", "reshape"} <= set(items), sorted(items)[:40]
+    assert summary_of(items["view"]) == kb.get("torch.Tensor.view").summary
+
+
 async def test_self_attribute_in_forward_lists_the_layer_members(client: LanguageClient, kb):
     marked = HEADER.replace("return self.fc(x)", '说明 = "全连接 🧱"; return self.fc.‸')
     items = by_label(await complete(client, marked))

@@ -195,6 +195,33 @@ def member_owner(session: Session, receiver: str, index, position: Position) -> 
     return owner, True
 
 
+def _cacheable_owner(session: Session, full_name: str, instance: bool) -> tuple[str, bool] | None:
+    """A class or module whose members cannot change while the user types (torch's, the builtins'), by public
+    name; None for the user's own code, which only jedi can list as it is now."""
+    if is_torch_name(full_name):
+        return session.kb.public_name(full_name), instance
+    if full_name.startswith("builtins.") and full_name.count(".") == 1:
+        return full_name, instance
+    return None
+
+
+async def _union(
+    session: Session, owners: list[tuple[str, bool] | None], enriched_only: bool
+) -> tuple[list[Item], bool]:
+    """The members of each possible type of a receiver, once each (the first type's item wins a name)."""
+    merged: dict[str, Item] = {}
+    complete = True
+    for owner in owners:
+        assert owner is not None
+        items, done = await members_list(session, owner[0], owner[1], enriched_only)
+        complete = complete and done
+        for item in items:
+            merged.setdefault(item.label, item)
+    if len(owners) == 1:
+        return items, complete  # the cached list itself: the LSP layer converts it only once
+    return list(merged.values()), complete
+
+
 async def jedi_members(
     session: Session,
     text: str,
@@ -210,14 +237,14 @@ async def jedi_members(
         return CompletionResult([], is_incomplete=True)  # never pay jedi's cold cost on a keystroke
     dot = position.column - len(partial) - 1
     if dot > 0 and (line_text[dot - 1].isalnum() or line_text[dot - 1] == "_"):
-        # Ask jedi only what the receiver is; a torch class's members are cached already.
+        # Ask jedi only what the receiver is; the members of torch's and the builtins' classes are cached.
         types_ = await asyncio.wrap_future(resolver.submit(resolver.receiver_types, text, path, position.line, dot))
         if not types_:
             return None  # jedi cannot tell either
-        owners = {(session.kb.public_name(name), instance) for name, instance in types_ if is_torch_name(name)}
-        if len(owners) == 1 and all(is_torch_name(name) for name, _ in types_):
-            owner, instance = owners.pop()
-            items, complete_list = await members_list(session, owner, instance, enriched_only)
+        owners = list(dict.fromkeys(_cacheable_owner(session, name, instance) for name, instance in types_))
+        owners.sort(key=lambda owner: owner is None or not is_torch_name(owner[0]))  # torch's summaries win
+        if all(owners):
+            items, complete_list = await _union(session, owners, enriched_only)  # ``Tensor | dict``: both lists
             shown = [item for item in items if fuzzy(partial, item.label)] if partial else items
             return CompletionResult(shown, is_incomplete=not complete_list or bool(partial))
     future = asyncio.wrap_future(resolver.submit(resolver.complete_at, text, path, position.line, position.column))
