@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from torchls.core.names import ModuleIndex
+from torchls.core.names import ModuleIndex, Value
 from torchls.core.parsing import parse_tolerant
 from torchls.core.text import Position, SourceText
 
@@ -15,6 +15,15 @@ def target(text: str, line_contains: str, symbol: str):
     line = next(i for i, content in enumerate(lines) if line_contains in content)
     column = lines[line].index(symbol, lines[line].index(line_contains))
     return index.target_at(Position(line, column + 1))
+
+
+def value_of(text: str, line_contains: str, name: str):
+    """What the fast path proves ``name`` holds where it is written on the line containing ``line_contains``."""
+    index = ModuleIndex(parse_tolerant(text), SourceText(text))
+    lines = text.splitlines()
+    line = next(i for i, content in enumerate(lines) if line_contains in content)
+    column = lines[line].index(name, lines[line].index(line_contains))
+    return index.value_at(name, Position(line, column))
 
 
 @pytest.mark.parametrize(
@@ -132,3 +141,148 @@ def test_whitespace_has_no_target():
 def test_syntax_error_elsewhere_keeps_other_lines():
     text = "import torch\nx = torch.randn(3\ny = torch.zeros(2)\nif True\nz = torch.ones(1)\n"
     assert target(text, "z = torch.ones", "ones").qualname == "torch.ones"
+
+
+TENSOR = Value("torch.Tensor")
+
+
+def unpacking_source(binding: str, name: str) -> str:
+    return (
+        "import torch\nimport torch.nn as nn\n\n"
+        "def 用户函数(x):\n    return x, x\n\n"
+        f"x = torch.randn(5, 4)\n{binding}\n说明 = '张量 🎲'; {name}.view(-1)\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("binding", "name"),
+    [
+        ("q, k, v = x.unbind(0)", "k"),
+        ("a, b = x.chunk(2, dim=-1)", "b"),
+        ('h, w = torch.meshgrid(x[0], x[1], indexing="ij")', "w"),
+        ("values, indices = torch.max(x, dim=1)", "indices"),
+        ("values, indices = x.max(1)", "values"),
+        ("top_v, top_i = x.topk(2)", "top_i"),
+        ("first, second = torch.split(x, [2, 3])", "second"),
+        ("均值, 方差 = torch.var_mean(x, dim=0)", "方差"),
+        ("u, s, vh = torch.linalg.svd(x)", "vh"),
+        ("row0, row1 = x", "row1"),
+        ("[p, q], r = x.split(2)", "q"),
+        ("*init, last = x.chunk(3)", "last"),
+        ("a, b = x.chunk(2)\na, b = b, a", "a"),
+        ("parts = x.chunk(2)\nleft, right = parts", "right"),
+        ("w = nn.Parameter(torch.randn(2, 3))\nw0, w1 = w", "w1"),
+        ("best = torch.max(x, 1)[0]", "best"),
+    ],
+)
+def test_unpacking_a_sequence_of_tensors_binds_tensors(binding, name):
+    text = unpacking_source(binding, name)
+    assert value_of(text, f"{name}.view(-1)", name) == TENSOR
+    found = target(text, f"{name}.view(-1)", "view")
+    assert (found.kind, found.qualname) == ("reference", "torch.Tensor.view")
+
+
+@pytest.mark.parametrize(
+    ("binding", "name"),
+    [
+        ("a, b = 用户函数(x)", "b"),
+        ("a, b = x.shape", "a"),
+        ("a, b = x.size()", "b"),
+        ("a, b = x.tolist()", "a"),
+        ("*rest, last = x.chunk(3)", "rest"),
+        ("a, b = x.chunk(2)\nb = load()", "b"),
+        ("a, b = zip(x.unbind(0), x.unbind(1))", "a"),
+        ("tail = x.chunk(3)[1:]", "tail"),
+        ("parts = [x, x]\nparts.append(None)\nfirst, second = parts", "second"),
+        ("self_made, other = x.chunk(2), None\na, b = self_made", "other"),
+    ],
+)
+def test_unpacking_what_is_not_certainly_tensors_stays_unknown(binding, name):
+    text = unpacking_source(binding, name)
+    assert value_of(text, f"{name}.view(-1)", name) is None
+    assert target(text, f"{name}.view(-1)", "view").qualname is None
+
+
+LOOPS = """\
+import torch
+
+x = torch.randn(8, 4)
+for 块 in x.split(4):
+    说明 = "分块 🧩"; 块.sum()
+for t in torch.unbind(x):
+    说明 = "解绑 🔓"; t.sum()
+for 行 in x:
+    说明 = "逐行 📏"; 行.sum()
+for i, 片 in enumerate(x.chunk(2)):
+    说明 = "编号 🔢"; 片.sum(); i.bit_length()
+for 左, 右 in zip(x.unbind(0), x.unbind(1)):
+    说明 = "拉链 🤐"; 右.sum()
+for 名字 in load():
+    说明 = "未知 ❓"; 名字.sum()
+for 块 in x.split(4):
+    说明 = "重新绑定 🔁"; 块 = load()
+    说明 = "重新绑定后 🔁"; 块.sum()
+else:
+    说明 = "否则 🚪"; t.sum()
+说明 = "循环后 🚪"; 行.sum()
+"""
+
+
+@pytest.mark.parametrize(
+    ("line_contains", "name", "expected"),
+    [
+        ("块.sum()", "块", TENSOR),
+        ("t.sum()", "t", TENSOR),
+        ("行.sum()", "行", TENSOR),
+        ("片.sum()", "片", TENSOR),
+        ("i.bit_length()", "i", None),
+        ("右.sum()", "右", TENSOR),
+        ("名字.sum()", "名字", None),
+        ("重新绑定后 🔁", "块", None),
+        ("否则 🚪", "t", None),  # the loop's last element, or the earlier value when there was none
+        ("循环后 🚪", "行", None),
+    ],
+)
+def test_for_loop_targets(line_contains, name, expected):
+    assert value_of(LOOPS, line_contains, name) == expected
+
+
+def test_a_shadowed_enumerate_is_not_stepped_through():
+    text = (
+        "import torch\nx = torch.randn(4, 2)\ndef enumerate(xs):\n    return xs\n"
+        "for i, 片 in enumerate(x.chunk(2)):\n    说明 = '自定义 🛠️'; 片.sum()\n"
+    )
+    assert value_of(text, "片.sum()", "片") is None
+
+
+ATTENTION = """\
+import torch
+import torch.nn as nn
+
+
+class 注意力(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(8, 8)
+
+    def reset(self):
+        self.proj, self.scale = build()
+
+    def forward(self, x: torch.Tensor):
+        B, N, C = x.shape
+        qkv = x.reshape(B, N, 3, 8).permute(2, 0, 1, 3)
+        q, k, v = qkv.unbind(0)
+        说明 = "注意力 🎯"; attn = (q @ k.transpose(-2, -1)).softmax(dim=-1)
+        说明 = "输出 📤"; return self.proj(attn @ v)
+"""
+
+
+def test_unpacking_in_a_method():
+    assert target(ATTENTION, "k.transpose", "transpose").qualname == "torch.Tensor.transpose"
+    assert value_of(ATTENTION, "attn @ v", "v") == TENSOR
+    assert value_of(ATTENTION, "qkv = x.reshape(B", "B") is None
+
+
+def test_unpacking_into_self_attributes_forgets_them():
+    found = target(ATTENTION, "self.proj(attn", "proj")
+    assert found.qualname is None

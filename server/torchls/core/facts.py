@@ -49,6 +49,22 @@ TENSOR_RETURNING_METHODS = frozenset(
     """.split()
 )
 
+# Calls whose result, unpacked or iterated, always yields tensors. Most return a tuple of tensors (``chunk``,
+# ``split``, ``meshgrid``, the ``(values, indices)`` pairs of ``max(x, dim)``, ``sort``, ``topk`` ...); a few
+# return one tensor for some arguments (``max(x)``, ``median(x)``, ``max(a, b)``), whose rows are tensors too.
+# Each was run against torch 2.13 with several argument forms: every result is a tensor, or a tuple (plain or a
+# ``torch.return_types`` named tuple) of tensors. None returns a list, so a name bound to one cannot be changed
+# by ``append``. ``torch.Tensor`` has no ``var_mean``/``std_mean`` method.
+_TENSOR_SEQUENCE_NAMES = """
+    chunk split unbind tensor_split split_with_sizes hsplit vsplit dsplit max min median nanmedian mode kthvalue
+    sort topk aminmax cummax cummin histogram frexp
+    """.split()
+TENSOR_SEQUENCE_FUNCTIONS = frozenset(
+    [f"torch.{name}" for name in [*_TENSOR_SEQUENCE_NAMES, "meshgrid", "broadcast_tensors", "var_mean", "std_mean"]]
+    + [f"torch.linalg.{name}" for name in ("eigh", "eig", "qr", "svd", "slogdet")]
+)
+TENSOR_SEQUENCE_METHODS = frozenset(_TENSOR_SEQUENCE_NAMES)
+
 # Tensor attributes that are themselves tensors.
 TENSOR_ATTRIBUTES = frozenset({"T", "mT", "H", "mH", "data", "grad", "real", "imag"})
 
@@ -135,3 +151,13 @@ def attribute_result(receiver_class: str, attribute: str) -> str | None:
     if ATTRIBUTE_BASES.get(receiver_class, receiver_class) == TENSOR and attribute in TENSOR_ATTRIBUTES:
         return TENSOR
     return None
+
+
+def call_yields_tensors(callee: str) -> bool:
+    """True when unpacking or iterating the result of calling the torch name ``callee`` always yields tensors."""
+    return callee in TENSOR_SEQUENCE_FUNCTIONS
+
+
+def method_yields_tensors(receiver_class: str, method: str) -> bool:
+    """True when unpacking or iterating the result of ``receiver.method(...)`` always yields tensors."""
+    return ATTRIBUTE_BASES.get(receiver_class, receiver_class) == TENSOR and method in TENSOR_SEQUENCE_METHODS

@@ -6,7 +6,8 @@ This is the fast path of hover: no jedi, just the file's ``ast``. It knows
   ``F.softmax`` is ``torch.nn.functional.softmax``;
 - the simple inference it can do for free: ``x = torch.randn(...)`` makes ``x.view`` a ``torch.Tensor.view``,
   ``self.fc = nn.Linear(...)`` makes ``self.fc`` an instance of ``torch.nn.Linear``, ``model = Net()`` with
-  ``class Net(nn.Module)`` makes ``model.parameters`` a ``torch.nn.Module.parameters``.
+  ``class Net(nn.Module)`` makes ``model.parameters`` a ``torch.nn.Module.parameters``, ``q, k, v = qkv.unbind(0)``
+  and ``for t in x.split(4)`` make ``q`` and ``t`` tensors (unpacking or iterating a tuple of tensors, or a tensor).
 
 Whatever it cannot prove it leaves unresolved, and the caller asks jedi.
 """
@@ -24,6 +25,10 @@ from torchls.core.parsing import ParsedSource
 from torchls.core.text import Position, SourceText, Span
 
 TargetKind = Literal["reference", "instance", "keyword"]
+
+# The way from an unpacked or iterated value to the part a target gets: one step per level of unpacking, each
+# the element's position, or None where it is not known (any element of a ``for`` loop, those after a ``*x``).
+_Path = tuple[int | None, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,8 +67,12 @@ class _ClassInfo:
 @dataclass(slots=True)
 class _Binding:
     line: int  # 0-based line of the binding statement, for "latest binding before the cursor"
-    value: ast.expr | None  # None: bound by something we do not infer (for loop, with, import...)
+    value: ast.expr | None  # None: bound by something we do not infer (with, import...) or by ``iterated``
     annotation: ast.expr | None = None
+    # Tuple unpacking and ``for`` targets: the name holds the part of ``iterated`` that ``path`` leads to.
+    iterated: ast.expr | None = None
+    path: _Path = ()
+    last_line: int | None = None  # a ``for`` target holds an element only up to the end of the loop's body
 
 
 @dataclass(slots=True)
@@ -146,7 +155,9 @@ class ModuleIndex:
                 self._bind_target(target, scope, klass, node.value, node.lineno)
         elif isinstance(node, ast.AnnAssign):
             self._bind_target(node.target, scope, klass, node.value, node.lineno, node.annotation)
-        elif isinstance(node, ast.AugAssign | ast.For | ast.AsyncFor | ast.comprehension):
+        elif isinstance(node, ast.For):
+            self._bind_part(node.target, scope, klass, node.iter, (None,), node.lineno, self._loop_body_end(node))
+        elif isinstance(node, ast.AugAssign | ast.AsyncFor | ast.comprehension):
             target = node.target
             for name in ast.walk(target):
                 if isinstance(name, ast.Name):
@@ -212,10 +223,50 @@ class ModuleIndex:
             and klass is not None
         ):
             self.classes.setdefault(klass.name, _ClassInfo(klass)).self_bindings[target.attr].append(value)
-        else:  # tuple unpacking, subscripts: bound to something we do not infer
-            for name in ast.walk(target):
-                if isinstance(name, ast.Name) and isinstance(name.ctx, ast.Store):
-                    self._bind(scope, name.id, lineno, None)
+        elif isinstance(target, ast.Tuple | ast.List) and value is not None:
+            self._bind_part(target, scope, klass, value, (), lineno)
+        else:  # subscripts, other objects' attributes: bound to something we do not infer
+            self._bind_unknown(target, scope, klass, lineno)
+
+    def _bind_part(
+        self,
+        target: ast.expr,
+        scope: ast.AST,
+        klass: ast.ClassDef | None,
+        iterated: ast.expr,
+        path: _Path,
+        lineno: int,
+        last_line: int | None = None,
+    ) -> None:
+        """Bind the names of an unpacking or ``for`` target to the parts of ``iterated`` they receive; which
+        parts are tensors is decided when a name is inferred."""
+        if isinstance(target, ast.Name):
+            self._bindings[scope][target.id].append(_Binding(lineno - 1, None, None, iterated, path, last_line))
+        elif isinstance(target, ast.Tuple | ast.List):
+            after_star = False
+            for index, element in enumerate(target.elts):
+                if isinstance(element, ast.Starred):  # gets a list of the remaining elements
+                    self._bind_unknown(element.value, scope, klass, lineno)
+                    after_star = True
+                else:
+                    position = None if after_star else index
+                    self._bind_part(element, scope, klass, iterated, (*path, position), lineno, last_line)
+        else:
+            self._bind_unknown(target, scope, klass, lineno)
+
+    def _bind_unknown(self, target: ast.expr, scope: ast.AST, klass: ast.ClassDef | None, lineno: int) -> None:
+        """Bind every name and ``self`` attribute that ``target`` stores to to a value we do not infer."""
+        for node in ast.walk(target):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                self._bind(scope, node.id, lineno, None)
+            elif (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.ctx, ast.Store)
+                and isinstance(node.value, ast.Name)
+                and node.value.id == "self"
+                and klass is not None
+            ):
+                self.classes.setdefault(klass.name, _ClassInfo(klass)).self_bindings[node.attr].append(None)
 
     def _record_identifier(self, node: ast.Name | ast.Attribute, scope: ast.AST, klass: ast.ClassDef | None) -> None:
         if isinstance(node, ast.Name):
@@ -289,14 +340,22 @@ class ModuleIndex:
     def _drop_shadowed_imports(self) -> None:
         """A module-level name that is also assigned or defined is not reliably the imported module."""
         for name, bindings in self._bindings[self.tree].items():
-            if name in self.imports and any(b.value is not None for b in bindings):
+            if name in self.imports and any(b.value is not None or b.iterated is not None for b in bindings):
                 del self.imports[name]
 
     def _extended_end(self, node: ast.AST) -> int:
         """A function's last line, extended over the blank or deeper-indented lines after it: the line being
         typed does not parse, so the parsed function may end just before the cursor."""
         end = (getattr(node, "end_lineno", None) or node.lineno) - 1  # type: ignore[attr-defined]
-        indent = node.col_offset  # type: ignore[attr-defined]
+        return self._extend_over_indented(end, node.col_offset)  # type: ignore[attr-defined]
+
+    def _loop_body_end(self, loop: ast.For) -> int:
+        """The last line of a loop's body, extended like :meth:`_extended_end` (``else:`` stops it)."""
+        last = loop.body[-1]
+        return self._extend_over_indented((last.end_lineno or last.lineno) - 1, loop.col_offset)
+
+    def _extend_over_indented(self, end: int, indent: int) -> int:
+        """``end`` moved down over the blank lines and the lines indented deeper than ``indent`` after it."""
         lines = self.source.lines
         while end + 1 < len(lines):
             following = lines[end + 1]
@@ -514,11 +573,96 @@ class ModuleIndex:
                 if value is not None and value.qualname == facts.TENSOR:
                     return value
             return None
+        if isinstance(expr, ast.Subscript) and _is_int_literal(expr.slice):  # ``torch.max(x, 1)[0]``
+            return Value(facts.TENSOR) if self._yields_tensors(expr.value, where, line, depth + 1) else None
         if isinstance(expr, ast.UnaryOp | ast.Subscript):
             operand = expr.operand if isinstance(expr, ast.UnaryOp) else expr.value
             value = self.infer(operand, where, line, depth + 1)
             return value if value is not None and value.qualname == facts.TENSOR else None
         return None
+
+    def _infer_part(self, iterated: ast.expr, path: _Path, where: _Identifier, line: int, depth: int) -> Value | None:
+        """The value of the part of ``iterated`` that ``path`` leads to (see :class:`_Binding`)."""
+        if depth > 12:
+            return None
+        if not path:
+            return self.infer(iterated, where, line, depth)
+        position, rest = path[0], path[1:]
+        if isinstance(iterated, ast.Tuple | ast.List) and position is not None:  # ``a, b = b, a``
+            if any(isinstance(e, ast.Starred) for e in iterated.elts) or position >= len(iterated.elts):
+                return None
+            return self._infer_part(iterated.elts[position], rest, where, line, depth + 1)
+        zipped = self._zipped_iterable(iterated, rest[0] if rest else None)
+        if zipped is not None:  # ``for i, t in enumerate(ts)``: ``t`` is an element of ``ts``
+            return self._infer_part(zipped, (position, *rest[1:]), where, line, depth + 1)
+        # Every part, at any depth, of a sequence of tensors is a tensor: unpacking a tensor yields its rows.
+        return Value(facts.TENSOR) if self._yields_tensors(iterated, where, line, depth + 1) else None
+
+    def _zipped_iterable(self, iterated: ast.expr, position: int | None) -> ast.expr | None:
+        """For ``enumerate(xs)`` and ``zip(xs, ys)``, the iterable whose elements fill ``position`` of each
+        element they yield; None elsewhere (and for ``enumerate``'s counter)."""
+        if not (
+            isinstance(iterated, ast.Call)
+            and isinstance(iterated.func, ast.Name)
+            and iterated.func.id in ("enumerate", "zip")
+            and position is not None
+            and not iterated.keywords
+            and not any(isinstance(a, ast.Starred) for a in iterated.args)
+            and self._is_builtin(iterated.func.id)
+        ):
+            return None
+        if iterated.func.id == "enumerate":
+            return iterated.args[0] if position == 1 and iterated.args else None
+        return iterated.args[position] if position < len(iterated.args) else None
+
+    def _is_builtin(self, name: str) -> bool:
+        """True when no import or binding anywhere in the file hides the builtin ``name``."""
+        return name not in self.imports and all(name not in names for names in self._bindings.values())
+
+    def _yields_tensors(
+        self, expr: ast.expr, where: _Identifier, line: int, depth: int, through_name: bool = False
+    ) -> bool:
+        """True when unpacking or iterating the value of ``expr`` certainly yields tensors: a tensor (its rows), a
+        call that returns a tuple of tensors, a display of tensors. ``through_name``: ``expr`` is the value of a
+        name, which a list may no longer hold since (``parts.append(...)``)."""
+        if depth > 12:
+            return False
+        if _is_tensor(self.infer(expr, where, line, depth)):  # its rows
+            return True
+        if isinstance(expr, ast.Call):
+            return self._call_yields_tensors(expr, where, line, depth)
+        if isinstance(expr, ast.Name):
+            binding = self._latest_binding(expr.id, where, line)
+            return (
+                binding is not None
+                and binding.value is not None
+                and self._yields_tensors(binding.value, where, binding.line, depth + 1, through_name=True)
+            )
+        if isinstance(expr, ast.Tuple) or (isinstance(expr, ast.List) and not through_name):
+            return all(self._element_is_tensors(e, where, line, depth + 1) for e in expr.elts)
+        if isinstance(expr, ast.IfExp):
+            branches = (expr.body, expr.orelse)
+            return all(self._yields_tensors(b, where, line, depth + 1, through_name) for b in branches)
+        return False
+
+    def _element_is_tensors(self, element: ast.expr, where: _Identifier, line: int, depth: int) -> bool:
+        """True when an element of a display is a tensor, or a ``*xs`` whose elements are tensors."""
+        if isinstance(element, ast.Starred):
+            return self._yields_tensors(element.value, where, line, depth)
+        return _is_tensor(self.infer(element, where, line, depth))
+
+    def _call_yields_tensors(self, call: ast.Call, where: _Identifier, line: int, depth: int) -> bool:
+        callee = self.qualify(call.func)
+        if callee is not None:
+            return facts.call_yields_tensors(callee)
+        if isinstance(call.func, ast.Attribute):
+            receiver = self.infer(call.func.value, where, line, depth + 1)
+            return (
+                receiver is not None
+                and receiver.user_class is None
+                and facts.method_yields_tensors(receiver.qualname, call.func.attr)
+            )
+        return False
 
     def _infer_call(self, call: ast.Call, where: _Identifier, line: int, depth: int) -> Value | None:
         callee = self.qualify(call.func)
@@ -562,6 +706,24 @@ class ModuleIndex:
         if name == "self" and where.klass is not None:
             base = self._torch_base(where.klass.name)
             return Value(base, where.klass.name) if base else None
+        binding = self._latest_binding(name, where, line)
+        if binding is None:
+            return None
+        if binding.annotation is not None:
+            annotated = self.qualify_annotation(binding.annotation)
+            if annotated and annotated.startswith("torch."):
+                return Value(annotated)
+        if binding.iterated is not None:
+            if binding.last_line is not None and not binding.line < line <= binding.last_line:
+                return None  # after the loop: the last element, or the earlier value when there was none
+            return self._infer_part(binding.iterated, binding.path, where, binding.line, depth + 1)
+        if binding.value is None:
+            return None
+        return self.infer(binding.value, where, binding.line, depth + 1)
+
+    def _latest_binding(self, name: str, where: _Identifier, line: int) -> _Binding | None:
+        """The binding of ``name`` that code at ``line`` sees: the latest one before it in the innermost scope
+        that binds the name."""
         for scope in (where.scope, self.tree):
             bindings = self._bindings.get(scope, {}).get(name)
             if not bindings:
@@ -571,14 +733,7 @@ class ModuleIndex:
                 earlier = bindings  # module names used inside functions may be bound later in the file
             if not earlier:
                 return None
-            binding = max(earlier, key=lambda b: b.line)
-            if binding.annotation is not None:
-                annotated = self.qualify_annotation(binding.annotation)
-                if annotated and annotated.startswith("torch."):
-                    return Value(annotated)
-            if binding.value is None:
-                return None
-            return self.infer(binding.value, where, binding.line, depth + 1)
+            return max(earlier, key=lambda b: b.line)
         return None
 
     def _infer_self_attribute(self, klass: ast.ClassDef, attr: str, where: _Identifier, depth: int) -> Value | None:
@@ -595,6 +750,22 @@ class ModuleIndex:
             # ``self.x`` bound in ``__init__`` is evaluated in the method that binds it, not at the cursor.
             values.append(self.infer(expr, where, expr.lineno - 1, depth + 1))
         return _common(values)
+
+
+def _is_tensor(value: Value | None) -> bool:
+    """True for a tensor, a ``Parameter`` included (not a user subclass: it may change iteration)."""
+    return (
+        value is not None
+        and value.user_class is None
+        and facts.ATTRIBUTE_BASES.get(value.qualname, value.qualname) == facts.TENSOR
+    )
+
+
+def _is_int_literal(index: ast.expr) -> bool:
+    """``0``, ``-1``: an index that picks one element of a tuple (not a slice, not a name)."""
+    if isinstance(index, ast.UnaryOp) and isinstance(index.op, ast.USub):
+        index = index.operand
+    return isinstance(index, ast.Constant) and type(index.value) is int
 
 
 def _common(values: list[Value | None]) -> Value | None:
