@@ -20,6 +20,7 @@ from torchls.core.parsing import parse_tolerant
 from torchls.core.text import SourceText
 from torchls.kb.base import KnowledgeBase
 from torchls.resolve import Resolver, check_interpreter
+from torchls.runner import Runner
 from torchls.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -45,6 +46,7 @@ class Session:
         self._documents: dict[str, _IndexedDocument] = {}
         self.completion_lists: dict[tuple, list] = {}  # built completion lists; they depend on the knowledge base
         self.prefetched: set[str] = set()  # documents whose torch classes' members were asked of jedi
+        self.runner = Runner()  # runs knowledge-base examples; remembers what each interpreter's torch has
         self.startup_messages = self.apply_settings(settings or Settings(), force=True, load_knowledge=False)
 
     @property
@@ -140,6 +142,10 @@ class Session:
     def forget(self, uri: str) -> None:
         self._documents.pop(uri, None)
         self.prefetched.discard(uri)
+
+    def example_interpreter(self) -> str | None:
+        """The interpreter examples run in: its own setting, else the project's (``interpreter``)."""
+        return self.settings.run_example.interpreter or self.settings.interpreter
 
     def close(self) -> None:
         self.resolver.close()

@@ -9,6 +9,7 @@ delivers ``torchls.diagnostics.select``.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -17,6 +18,21 @@ import cattrs
 
 SECTION = "torchls"
 SEVERITY_NAMES = ("error", "warning", "information", "hint")
+
+
+def _in_range(low: int, high: int):
+    """A field check: an integer from ``low`` to ``high``."""
+
+    def check(value: int) -> str | None:
+        return None if low <= value <= high else f"应为 {low} 到 {high} 之间的整数，实际是 {value!r}"
+
+    return check
+
+
+def _device(value: str) -> str | None:
+    if re.fullmatch(r"auto|cpu|mps|cuda(:\d+)?", value):
+        return None
+    return f"应为 auto、cpu、cuda、cuda:N 或 mps，实际是 {value!r}"
 
 
 @attrs.frozen
@@ -36,7 +52,8 @@ class DiagnosticsSettings:
         },
     )
     debounce_ms: int = attrs.field(
-        default=10, metadata={"key": "debounceMs", "doc": "输入停止多少毫秒后重新检查（0 到 5000）"}
+        default=10,
+        metadata={"key": "debounceMs", "doc": "输入停止多少毫秒后重新检查（0 到 5000）", "check": _in_range(0, 5000)},
     )
 
 
@@ -51,6 +68,44 @@ class CompletionSettings:
             "key": "mode",
             "doc": "all：列出全部候选并附中文说明；enriched：只列出有中文条目的候选（与 Pylance 等一起使用时避免重复）",
             "choices": COMPLETION_MODES,
+        },
+    )
+
+
+@attrs.frozen
+class RunExampleSettings:
+    enable: bool = attrs.field(
+        default=True, metadata={"key": "enable", "doc": "是否在 torch 符号上提供“运行示例”的代码操作"}
+    )
+    device: str = attrs.field(
+        default="auto",
+        metadata={
+            "key": "device",
+            "doc": "运行示例的设备：auto（依次尝试 cuda、mps、cpu）、cpu、cuda、cuda:N 或 mps",
+            "check": _device,
+        },
+    )
+    interpreter: str | None = attrs.field(
+        default=None,
+        metadata={
+            "key": "interpreter",
+            "doc": "运行示例的 Python 解释器；不设置时用 interpreter 设置项，再没有就用服务器自己的 Python",
+        },
+    )
+    timeout_seconds: int = attrs.field(
+        default=30,
+        metadata={
+            "key": "timeoutSeconds",
+            "doc": "示例最多运行多少秒（1 到 600），超时后连同子进程一起终止",
+            "check": _in_range(1, 600),
+        },
+    )
+    memory_limit_mb: int = attrs.field(
+        default=4096,
+        metadata={
+            "key": "memoryLimitMb",
+            "doc": "示例进程的内存（地址空间）上限，单位 MB，0 表示不限（Linux/macOS 上生效；CUDA 上不设上限）",
+            "check": _in_range(0, 1048576),
         },
     )
 
@@ -72,6 +127,9 @@ class Settings:
     )
     completion: CompletionSettings = attrs.field(
         factory=CompletionSettings, metadata={"key": "completion", "doc": "补全"}
+    )
+    run_example: RunExampleSettings = attrs.field(
+        factory=RunExampleSettings, metadata={"key": "runExample", "doc": "运行知识库示例"}
     )
 
 
@@ -99,9 +157,9 @@ def _strict_bool(value: Any, _type: Any) -> bool:
     return value
 
 
-def _bounded_int(value: Any, _type: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 5000:
-        raise TypeError(f"应为 0 到 5000 之间的整数，实际是 {value!r}")
+def _strict_int(value: Any, _type: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"应为整数，实际是 {value!r}")
     return value
 
 
@@ -119,13 +177,14 @@ def _severity_map(value: Any, _type: Any) -> tuple[tuple[str, str], ...]:
 _converter = cattrs.Converter()
 _converter.register_structure_hook(str, _strict_str)
 _converter.register_structure_hook(bool, _strict_bool)
-_converter.register_structure_hook(int, _bounded_int)
+_converter.register_structure_hook(int, _strict_int)
 _converter.register_structure_hook_func(lambda t: t == (str | None), _optional_str)
 _converter.register_structure_hook_func(lambda t: t == tuple[str, ...], _str_tuple)
 _converter.register_structure_hook_func(lambda t: t == tuple[tuple[str, str], ...], _severity_map)
 
 attrs.resolve_types(DiagnosticsSettings)
 attrs.resolve_types(CompletionSettings)
+attrs.resolve_types(RunExampleSettings)
 attrs.resolve_types(Settings)  # field types are strings under postponed annotations
 
 
@@ -153,6 +212,10 @@ def _parse_section(cls: type, raw: Mapping[str, Any], base: Any, path: str, prob
             allowed = field.metadata.get("choices")
             if allowed and values[field.name] not in allowed:
                 raise TypeError(f"应为 {' / '.join(allowed)} 之一，实际是 {value!r}")
+            check = field.metadata.get("check")
+            problem = check(values[field.name]) if check else None
+            if problem:
+                raise TypeError(problem)
         except (TypeError, ValueError, cattrs.BaseValidationError) as error:
             default = getattr(cls(), field.name)
             problems.append(f"torchls 设置项 `{path}{key}` 的值无效（{_reason(error)}），已改用默认值 {_show(default)}")

@@ -47,6 +47,11 @@ def test_every_setting_is_described_in_chinese():
         "diagnostics.severity",
         "diagnostics.debounceMs",
         "completion.mode",
+        "runExample.enable",
+        "runExample.device",
+        "runExample.interpreter",
+        "runExample.timeoutSeconds",
+        "runExample.memoryLimitMb",
     }
     assert all(any("\u4e00" <= ch <= "\u9fff" for ch in text) for text in described.values())
 
@@ -73,3 +78,17 @@ def test_bad_severity_level_is_reported():
     settings, problems = parse_settings({"diagnostics": {"severity": {"TL4": "loud"}}})
     assert settings.diagnostics.severity == ()
     assert "loud" in problems[0]
+
+
+def test_run_example_settings_are_checked_and_bad_ones_fall_back():
+    settings, problems = parse_settings(
+        {"runExample": {"device": "cuda:1", "timeoutSeconds": 5, "memoryLimitMb": 0, "enable": False}}
+    )
+    assert not problems
+    assert (settings.run_example.device, settings.run_example.timeout_seconds) == ("cuda:1", 5)
+    assert settings.run_example.memory_limit_mb == 0 and settings.run_example.enable is False
+    settings, problems = parse_settings({"runExample": {"device": "gpu", "timeoutSeconds": 0}})
+    assert settings.run_example.device == "auto" and settings.run_example.timeout_seconds == 30
+    assert len(problems) == 2
+    assert "runExample.device" in problems[0] and "cuda:N" in problems[0]
+    assert "1 到 600" in problems[1]
