@@ -103,3 +103,26 @@ def test_serve_over_tcp_answers_a_hover():
         while server.poll() is None and time.monotonic() < deadline:
             time.sleep(0.1)
         server.kill()
+
+
+def test_run_example_prints_the_code_the_output_and_a_summary():
+    result = torchls("run-example", "nn.CrossEntropyLoss", "--index", "1", "--device", "cpu")
+    assert result.returncode == 0, result.stderr
+    code_at = result.stdout.index("criterion = nn.CrossEntropyLoss()")
+    output_at = result.stdout.index("True torch.Size([4, 10])")
+    summary_at = result.stdout.index("运行成功")
+    assert code_at < output_at < summary_at
+
+
+def test_run_example_exit_status_follows_the_failure(tmp_path):
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    missing_device = torchls("run-example", "F.relu", "--device", "cuda")
+    assert missing_device.returncode == 3
+    assert "--device cpu" in missing_device.stdout and "cuda" in missing_device.stdout
+    assert torchls("run-example", "nn.CrossEntropyLos").returncode == 2
+    out_of_range = torchls("run-example", "nn.CrossEntropyLoss", "--index", "9")
+    assert out_of_range.returncode == 2 and "1 到 2" in out_of_range.stderr
+    no_python = torchls("run-example", "F.relu", "--python", str(tmp_path / "python"))
+    assert no_python.returncode == 2 and "找不到可执行的 Python 解释器" in no_python.stdout

@@ -6,6 +6,7 @@
 ``torchls check PATH ...``           the editor's diagnostics for files and folders (CI); exit 0/1/2
 ``torchls rules [CODE]``             the rules, or one rule's documentation
 ``torchls demo``                     a scripted LSP session: hover cards for a bundled sample file
+``torchls run-example NAME``         run an API's knowledge-base example on a device; exit status follows it
 """
 
 from __future__ import annotations
@@ -64,6 +65,13 @@ def _parser() -> argparse.ArgumentParser:
     rules.add_argument("code", nargs="?", help="规则代码，如 TL301")
     rules.add_argument("--format", choices=("text", "json", "markdown"), default="text")
 
+    run = commands.add_parser("run-example", help="运行一个 API 的知识库示例（在所选设备上），退出码跟随示例")
+    run.add_argument("name", help="API 名，如 torch.nn.CrossEntropyLoss、nn.Linear、F.relu")
+    run.add_argument("--index", type=int, default=1, help="运行第几个示例（从 1 开始，默认 1）")
+    run.add_argument("--device", default="auto", help="auto（默认，依次尝试 cuda、mps、cpu）、cpu、cuda、cuda:N 或 mps")
+    run.add_argument("--python", help="运行示例的 Python 解释器（默认是 torchls 自己的）")
+    run.add_argument("--timeout", type=float, default=30.0, help="最多运行多少秒（默认 30）")
+
     demo = commands.add_parser("demo", help="启动服务器，对示例文件做一组悬停并打印结果")
     demo.add_argument("--lines", type=int, default=8, help="每张卡片最多显示多少行")
     return parser
@@ -90,9 +98,9 @@ def _serve(tcp: str | None) -> int:
     return 0
 
 
-def _explain(name: str, short: bool) -> int:
+def _find_entry(name: str):
+    """The entry a user means by ``name`` (``nn.Linear``, ``F.relu``...); None after saying what is close."""
     from torchls.kb.base import KnowledgeBase
-    from torchls.kb.render import render_card
 
     kb = KnowledgeBase.load()
     entry = kb.lookup(name)
@@ -106,9 +114,68 @@ def _explain(name: str, short: bool) -> int:
         close = difflib.get_close_matches(name, list(kb.entries), n=5, cutoff=0.6)
         if close:
             print("你要找的可能是：" + "、".join(close), file=sys.stderr)
+    return entry
+
+
+def _explain(name: str, short: bool) -> int:
+    from torchls.kb.render import render_card
+
+    entry = _find_entry(name)
+    if entry is None:
         return 1
     print(render_card(entry, compact=short))
     return 0
+
+
+def _run_example(args: argparse.Namespace) -> int:
+    """Exit status: the example's own (0 when it ran fine), 124 on timeout, 2 when it could not start at all,
+    3 when the device is missing, 130 when interrupted."""
+    import asyncio
+
+    from torchls.runner import Runner, is_valid_device
+
+    entry = _find_entry(args.name)
+    if entry is None:
+        return 2
+    if not entry.examples:
+        print(f"torchls: {entry.name} 的条目没有示例。", file=sys.stderr)
+        return 2
+    if not 1 <= args.index <= len(entry.examples):
+        print(
+            f"torchls: {entry.name} 有 {len(entry.examples)} 个示例，--index 应在 1 到 {len(entry.examples)} 之间。",
+            file=sys.stderr,
+        )
+        return 2
+    if not is_valid_device(args.device):
+        print(f"torchls: 设备 {args.device!r} 无效：应为 auto、cpu、cuda、cuda:N 或 mps。", file=sys.stderr)
+        return 2
+    if args.timeout <= 0:
+        print("torchls: --timeout 应为正数（秒）。", file=sys.stderr)
+        return 2
+    example = entry.examples[args.index - 1]
+    print(f"# {entry.name} 示例 {args.index}/{len(entry.examples)}：{example.title}")
+    print(example.code.rstrip())
+    print("# ---- 输出 ----", flush=True)
+    try:
+        result = asyncio.run(
+            Runner().run(example.code, device=args.device, interpreter=args.python, timeout=args.timeout)
+        )
+    except KeyboardInterrupt:
+        print("torchls: 已中断，示例进程已终止。", file=sys.stderr)
+        return 130
+    if result.stdout:
+        print(result.stdout, end="" if result.stdout.endswith("\n") else "\n")
+    if result.stderr:
+        print(result.stderr, end="" if result.stderr.endswith("\n") else "\n", file=sys.stderr)
+    print(f"# {result.summary}")
+    if result.status == "unavailable":
+        print(f"# 可以加上 --device cpu 重新运行：torchls run-example {args.name} --device cpu")
+        return 3
+    if result.status == "timeout":
+        return 124
+    if result.status == "error":
+        return 2
+    return result.exit_code or 0
 
 
 def _kb_check(folders: list[Path]) -> int:
@@ -220,6 +287,8 @@ def _main(argv: list[str] | None) -> int:
         return _check(args)
     if args.command == "rules":
         return _rules(args.code, args.format)
+    if args.command == "run-example":
+        return _run_example(args)
     if args.command == "demo":
         from torchls.lsp.demo import main as demo_main
 

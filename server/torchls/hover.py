@@ -40,7 +40,8 @@ class JediNotReady(Exception):
     """jedi is still warming up and did not answer within :data:`COLD_WAIT_SECONDS`."""
 
 
-async def _jedi(session: Session, function, *args):
+async def ask_jedi(session: Session, function, *args):
+    """Run ``function(*args)`` on the jedi thread; while jedi is cold, wait at most :data:`COLD_WAIT_SECONDS`."""
     future = asyncio.wrap_future(session.resolver.submit(function, *args))
     if session.resolver.warm.is_set():
         return await future
@@ -57,7 +58,7 @@ async def _live_doc(session: Session, public_name: str, wait: bool) -> SymbolDoc
         if cached is None:  # fill the cache for the next hover without making this one wait
             session.resolver.submit(session.resolver.describe, public_name, background=True)
         return cached
-    return await _jedi(session, session.resolver.describe, public_name)
+    return await ask_jedi(session, session.resolver.describe, public_name)
 
 
 async def hover(
@@ -77,7 +78,7 @@ async def hover(
             return None  # a tensor variable: its class card would only be noise
         return await _name_hover(session, target.qualname, target.kind == "instance", target.span)
     try:
-        hit = await _jedi(session, session.resolver.resolve_at, text, path, position.line, position.column)
+        hit = await ask_jedi(session, session.resolver.resolve_at, text, path, position.line, position.column)
     except JediNotReady:
         return None
     if hit is None or (hit.is_instance and session.kb.public_name(hit.doc.name) == TENSOR):
@@ -119,7 +120,7 @@ async def _keyword_hover(session: Session, target: Target, text: str, path: str 
     if callee is None and target.callee_end is not None:  # not resolvable from the file alone: ask jedi
         end = target.callee_end
         try:
-            hit = await _jedi(session, session.resolver.resolve_at, text, path, end.line, max(end.column - 1, 0))
+            hit = await ask_jedi(session, session.resolver.resolve_at, text, path, end.line, max(end.column - 1, 0))
         except JediNotReady:
             return None
         if hit is None:

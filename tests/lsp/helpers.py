@@ -20,7 +20,21 @@ def _recording_client() -> LanguageClient:
         client.diagnostics[params.uri] = params.diagnostics
         client.diagnostic_versions[params.uri] = params.version
 
-    client = LanguageClient(converter_factory=default_converter)
+    def converter():
+        # lsprotocol reads every code action that has a `command` as a bare Command, dropping a CodeAction's kind
+        # and title; editors tell them apart by the type of `command` (a string only in a bare Command).
+        from typing import Union
+
+        converter = default_converter()
+
+        def command_or_action(value, _type):
+            kind = types.Command if isinstance(value.get("command"), str) else types.CodeAction
+            return converter.structure(value, kind)
+
+        converter.register_structure_hook(Union[types.Command, types.CodeAction], command_or_action)  # noqa: UP007
+        return converter
+
+    client = LanguageClient(converter_factory=converter)
     client.diagnostic_versions = {}
     register_lsp_features(client, {**DEFAULT_CLIENT_FEATURES, types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS: publish})
     return client

@@ -1,4 +1,5 @@
-"""``textDocument/codeAction``: each torchls diagnostic's quick fix (from its ``data``) and a ``# noqa`` action."""
+"""``textDocument/codeAction``: each torchls diagnostic's quick fix (from its ``data``), a ``# noqa`` action, and
+"运行示例" on a torch symbol with knowledge-base examples (:mod:`torchls.lsp.run_example`)."""
 
 from __future__ import annotations
 
@@ -58,11 +59,14 @@ def suppress(ls: TorchLanguageServer, uri: str, diagnostic: types.Diagnostic) ->
 
 
 def register(server: TorchLanguageServer) -> None:
+    from torchls.lsp.run_example import RUN_KIND
+    from torchls.lsp.run_example import actions as run_example_actions
+
     @server.feature(
         types.TEXT_DOCUMENT_CODE_ACTION,
-        types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix], resolve_provider=False),
+        types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix, RUN_KIND], resolve_provider=False),
     )
-    def code_action(ls: TorchLanguageServer, params: types.CodeActionParams) -> list[types.CodeAction] | None:
+    async def code_action(ls: TorchLanguageServer, params: types.CodeActionParams) -> list[types.CodeAction] | None:
         uri = params.text_document.uri
         actions: list[types.CodeAction] = []
         for diagnostic in params.context.diagnostics:
@@ -71,4 +75,5 @@ def register(server: TorchLanguageServer) -> None:
             for action in (quick_fix(uri, diagnostic), suppress(ls, uri, diagnostic)):
                 if action is not None:
                     actions.append(action)
+        actions.extend(await run_example_actions(ls, params))
         return actions or None

@@ -33,6 +33,9 @@ class TorchLanguageServer(LanguageServer):
         self.background_tasks: set[asyncio.Task] = set()  # strong references, so tasks are not collected
         self.diagnostic_tasks: dict[str, asyncio.Task] = {}  # the pending check of each document
         self.converted_lists: dict[int, tuple[list, list[dict]]] = {}  # long completion lists, as JSON
+        self.example_task: asyncio.Task | None = None  # the knowledge-base example running now, if any
+        self.example_stop: asyncio.Event | None = None  # set to stop it
+        self.probe_task: asyncio.Task | None = None  # finding out which devices the example interpreter has
 
     @property
     def encoding(self) -> Encoding:
@@ -57,11 +60,11 @@ class TorchLanguageServer(LanguageServer):
 
 def create_server() -> TorchLanguageServer:
     from torchls.core.parsing import serialize_ast_parsing
-    from torchls.lsp import code_actions, completion, documents, hover, lifecycle, signature_help
+    from torchls.lsp import code_actions, completion, documents, hover, lifecycle, run_example, signature_help
 
     serialize_ast_parsing()  # the event loop and the jedi thread both parse Python
 
     server = TorchLanguageServer()
-    for feature in (lifecycle, documents, hover, code_actions, completion, signature_help):
+    for feature in (lifecycle, documents, hover, code_actions, completion, signature_help, run_example):
         feature.register(server)
     return server

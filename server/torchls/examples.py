@@ -1,0 +1,77 @@
+"""Which knowledge-base examples can run at a place in a document, and on which device: the engine behind the
+"运行示例" code action (no LSP types here; :mod:`torchls.runner` runs them).
+
+Only examples of the knowledge base are ever offered, each as its own action, and only on a torch symbol that
+has some. The action names the device it will use: the configured one, or cpu when the configured one is known
+to be missing (with the reason in the title). Examples that need cuda or mps are offered only where the
+interpreter's torch is known to have it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from torchls.core.text import Position
+from torchls.hover import JediNotReady, ask_jedi, is_torch_name
+from torchls.kb.schema import Entry
+from torchls.runner import DeviceUnavailable, TorchInfo, choose_device
+from torchls.session import Session
+
+
+@dataclass(frozen=True, slots=True)
+class ExampleOffer:
+    name: str  # the entry
+    index: int  # which of its examples
+    device: str  # what the action asks the runner for
+    label: str  # the action's title, in Chinese
+
+
+async def entry_at(
+    session: Session, uri: str, path: str | None, text: str, version: int | None, position: Position
+) -> Entry | None:
+    """The knowledge-base entry of the torch symbol at ``position``, when it has examples."""
+    document = session.index(uri, text, version)
+    target = document.index.target_at(position)
+    name = target.qualname if target is not None else None
+    if name is None and (target is not None or position.line in document.blanked_lines):
+        try:
+            hit = await ask_jedi(session, session.resolver.resolve_at, text, path, position.line, position.column)
+        except JediNotReady:
+            return None
+        name = hit.doc.name if hit is not None else None
+    if not is_torch_name(name):
+        return None
+    entry = session.kb.lookup(name)  # type: ignore[arg-type]
+    return entry if entry is not None and entry.examples else None
+
+
+def _device_label(requested: str, info: TorchInfo | None) -> tuple[str, str, str]:
+    """``(device to request, how the title names it, why cpu is used instead)``."""
+    if info is None:
+        return requested, "自动选择的设备" if requested == "auto" else requested, ""
+    try:
+        chosen = choose_device(requested, info)
+    except DeviceUnavailable:
+        return "cpu", "cpu", f"（{requested} 不可用）"
+    return chosen, "cuda:0" if chosen == "cuda" else chosen, ""
+
+
+def offers(entry: Entry, requested: str, info: TorchInfo | None) -> list[ExampleOffer]:
+    """One offer per example that can run here (``info``: the interpreter's torch, None until probed)."""
+    device, shown, note = _device_label(requested, info)
+    runnable = []
+    for index, example in enumerate(entry.examples):
+        if example.device == "cuda" and not (info and info.cuda_devices):
+            continue
+        if example.device == "mps" and not (info and info.mps):
+            continue
+        wanted = device if example.device == "any" else example.device
+        runnable.append((index, example, wanted, shown if example.device == "any" else example.device))
+    result = []
+    for index, example, wanted, where in runnable:
+        spaced = f" {where} " if where.isascii() else where  # 在 cpu 上 / 在自动选择的设备上
+        label = f"在{spaced}上运行示例：{entry.name}{note}"
+        if len(runnable) > 1:
+            label += f"（{example.title}）"
+        result.append(ExampleOffer(entry.name, index, wanted, label))
+    return result
