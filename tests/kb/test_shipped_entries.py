@@ -50,6 +50,34 @@ def test_documented_parameters_exist_in_installed_torch(path):
     assert not unknown, f"{entry.name}: not parameters of the installed torch {torch.__version__}: {unknown}"
 
 
+# Parameters no entry has to mention: catch-alls and private ones.
+_EXEMPT_PARAMETERS = frozenset({"args", "kwargs"})
+
+
+@pytest.mark.parametrize("path", FILES, ids=_id)
+def test_every_installed_parameter_is_documented_or_declared_omitted(path):
+    entry = _entry(path)
+    installed = installed_parameters(entry.name) if entry.kind != "module" else None
+    if not installed:
+        return
+    documented = {p.name for p in entry.params} | set(entry.omitted_params)
+    missing = sorted(
+        name for name in installed - documented if name not in _EXEMPT_PARAMETERS and name[0].isalpha()
+    )
+    assert not missing, (
+        f"{entry.name}: parameters of the installed torch {torch.__version__} neither in `params` nor in "
+        f"`omitted_params`: {missing}"
+    )
+
+
+@pytest.mark.parametrize("path", FILES, ids=_id)
+def test_entry_follows_the_writing_rules(path):
+    from torchls.kb.style import style_problems
+
+    problems = style_problems(_entry(path))
+    assert not problems, "\n".join(map(str, problems))
+
+
 def _example_count(path) -> int:
     entry, _ = load_file(path, shipped_folder())
     return len(entry.examples) if entry else 1  # an invalid file still gets one (failing) example test
