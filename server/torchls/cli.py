@@ -180,7 +180,6 @@ def _run_example(args: argparse.Namespace) -> int:
 
 def _kb_check(folders: list[Path]) -> int:
     from torchls.kb.base import KnowledgeBase, shipped_folder
-
     from torchls.kb.style import style_problems
 
     kb = KnowledgeBase.from_folders([shipped_folder(), *folders], use_cache=False)
@@ -188,9 +187,7 @@ def _kb_check(folders: list[Path]) -> int:
     for error in [*kb.errors, *style]:
         print(error)
     where = "、".join(str(f) for f in kb.folders)
-    print(
-        f"{len(kb)} 个有效条目，{len(kb.errors)} 处问题，{len(style)} 处写作规范问题（{where}）", file=sys.stderr
-    )
+    print(f"{len(kb)} 个有效条目，{len(kb.errors)} 处问题，{len(style)} 处写作规范问题（{where}）", file=sys.stderr)
     return 1 if kb.errors or style else 0
 
 
