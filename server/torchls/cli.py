@@ -3,6 +3,8 @@
 ``torchls`` or ``torchls serve``     the language server over stdio (``--tcp HOST:PORT`` for debugging)
 ``torchls explain NAME``             the Chinese card of an API, in the terminal
 ``torchls kb check [FOLDER ...]``    validate the shipped and the given knowledge folders
+``torchls kb new NAME``              an entry skeleton from the installed torch
+``torchls kb coverage PATH ...``     torch APIs a project calls that lack entries, most used first
 ``torchls check PATH ...``           the editor's diagnostics for files and folders (CI); exit 0/1/2
 ``torchls rules [CODE]``             the rules, or one rule's documentation
 ``torchls demo``                     a scripted LSP session: hover cards for a bundled sample file
@@ -51,6 +53,24 @@ def _parser() -> argparse.ArgumentParser:
     kb_commands = kb.add_subparsers(dest="kb_command", metavar="KB_COMMAND", required=True)
     check = kb_commands.add_parser("check", help="校验内置知识库和给定目录，有错误时返回非零")
     check.add_argument("folders", nargs="*", type=Path, help="额外的知识库目录")
+    new = kb_commands.add_parser("new", help="按已安装 torch 的签名和文档为一个 API 生成条目骨架")
+    new.add_argument("name", help="API 的公开名，如 torch.nn.Conv3d、torch.Tensor.add_")
+    new.add_argument("--folder", type=Path, help="写到这个知识库目录（默认：内置的 knowledge/）")
+    new.add_argument("--python", metavar="PATH", help="读取这个解释器里的 torch（默认：torchls 自己的）")
+    new.add_argument("--stdout", action="store_true", help="只打印骨架，不写文件")
+    new.add_argument("--force", action="store_true", help="条目文件已存在时也覆盖")
+    coverage = kb_commands.add_parser(
+        "coverage", help="项目里调用了哪些还没有条目的 torch API（按次数排序），以及条目覆盖了多少次调用"
+    )
+    coverage.add_argument("paths", nargs="*", help="要统计的文件或目录")
+    coverage.add_argument("--usage", type=Path, metavar="CSV", help="改为读取用量表（api、count 两列）")
+    coverage.add_argument(
+        "--knowledge", action="append", type=Path, default=[], metavar="FOLDER", help="额外的知识库目录"
+    )
+    coverage.add_argument(
+        "--top", type=int, default=30, metavar="N", help="列出前 N 个缺少条目的 API（默认 30，0 表示全部）"
+    )
+    coverage.add_argument("--fail-under", type=float, metavar="PCT", help="覆盖率低于这个百分比时返回 1（用于 CI）")
 
     check = commands.add_parser("check", help="检查文件和目录中的 PyTorch 避坑问题（与编辑器中的诊断相同）")
     check.add_argument("paths", nargs="+", help="要检查的文件或目录")
@@ -191,6 +211,82 @@ def _kb_check(folders: list[Path]) -> int:
     return 1 if kb.errors or style else 0
 
 
+def _kb_new(args: argparse.Namespace) -> int:
+    from torchls.kb.base import shipped_folder
+    from torchls.kb.skeleton import SkeletonError, entry_path, introspect, skeleton_yaml
+
+    try:
+        facts = introspect(args.name, args.python)
+    except SkeletonError as error:
+        print(f"torchls: {error}", file=sys.stderr)
+        return 2
+    text = skeleton_yaml(facts)
+    if args.stdout:
+        print(text, end="")
+        return 0
+    path = entry_path(args.folder or shipped_folder(), facts.name)
+    if path.exists() and not args.force:
+        print(f"torchls: {path} 已存在；要覆盖请加 --force", file=sys.stderr)
+        return 1
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    except OSError as error:
+        print(f"torchls: 无法写入 {path}：{error.strerror or error}", file=sys.stderr)
+        return 2
+    print(f"已写入 {path}（{facts.kind}，torch {facts.torch_version}）。把 TODO 都写完后运行 torchls kb check。")
+    return 0
+
+
+def _kb_coverage(args: argparse.Namespace) -> int:
+    from torchls.batch import discover
+    from torchls.kb.base import KnowledgeBase
+    from torchls.kb.coverage import project_coverage, usage_table_coverage
+
+    if bool(args.paths) == bool(args.usage):
+        print("torchls: 请给出要统计的文件或目录，或者用 --usage 指定用量表（二者选一）", file=sys.stderr)
+        return 2
+    if args.top < 0:
+        print("torchls: --top 不能是负数", file=sys.stderr)
+        return 2
+    kb = KnowledgeBase.load(args.knowledge)
+    if args.usage:
+        try:
+            result = usage_table_coverage(args.usage, kb)
+        except (OSError, ValueError) as error:
+            print(f"torchls: 无法读取用量表：{getattr(error, 'strerror', None) or error}", file=sys.stderr)
+            return 2
+        scope = f"{args.usage} "
+    else:
+        files, missing = discover(args.paths)
+        for path in missing:
+            print(f"torchls: 找不到 {path}", file=sys.stderr)
+        if missing:
+            return 2
+        result = project_coverage(files, kb)
+        for path in result.unreadable:
+            print(f"torchls: 无法读取 {path}，已跳过", file=sys.stderr)
+        scope = f"{len(files)} 个文件"
+    absent = result.missing()
+    shown = absent if args.top == 0 else absent[: args.top]
+    if shown:
+        print(f"缺少条目的 API（共 {len(absent)} 个，按调用次数排序）：")
+        width = len(str(shown[0][1]))
+        for name, count in shown:
+            print(f"  {count:>{width}}  {name}")
+        if len(shown) < len(absent):
+            print(f"  ……另有 {len(absent) - len(shown)} 个（--top 0 显示全部）")
+    apis = len(result.counts)
+    print(
+        f"覆盖率 {result.share:.2%}：{scope}中 {result.total} 次 torch API 调用有 {result.covered_uses} 次有中文条目"
+        f"（{apis} 个 API 中 {apis - len(absent)} 个有条目；知识库共 {len(kb)} 个条目）"
+    )
+    if args.fail_under is not None and result.share * 100 < args.fail_under:
+        print(f"torchls: 覆盖率低于 {args.fail_under}%", file=sys.stderr)
+        return 1
+    return 0
+
+
 def _check(args: argparse.Namespace) -> int:
     from torchls.batch import discover, run, split_codes
     from torchls.core.rules import RULES_BY_CODE
@@ -284,7 +380,9 @@ def _main(argv: list[str] | None) -> int:
     if args.command == "explain":
         return _explain(args.name, args.short)
     if args.command == "kb":
-        return _kb_check(args.folders)
+        if args.kb_command == "check":
+            return _kb_check(args.folders)
+        return _kb_new(args) if args.kb_command == "new" else _kb_coverage(args)
     if args.command == "check":
         return _check(args)
     if args.command == "rules":

@@ -17,6 +17,7 @@ from __future__ import annotations
 import ast
 import bisect
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -470,6 +471,23 @@ class ModuleIndex:
         if value is not None and value.user_class is None:
             return Target("instance", span, value.qualname)
         return Target("reference", span, None)
+
+    def torch_references(self) -> Iterator[tuple[Position, str]]:
+        """Every use of a torch API the fast path can name, once per use: ``F.relu(x)`` gives
+        ``torch.nn.functional.relu`` (not also ``torch.nn.functional``), ``x.view`` on a known tensor gives
+        ``torch.Tensor.view``. Import statements and keyword arguments are not uses."""
+        receivers = {id(node.value) for node in ast.walk(self.tree) if isinstance(node, ast.Attribute)}
+        for line in sorted(self._identifiers):
+            for identifier in self._identifiers[line]:
+                node = identifier.node
+                if identifier.segment is not None or not isinstance(node, ast.Name | ast.Attribute):
+                    continue
+                if id(node) in receivers and self.qualify(node) is not None:
+                    continue  # ``torch.nn`` in ``torch.nn.Linear``: the whole chain is one use
+                position = Position(line, identifier.start)
+                found = self.target_at(position)
+                if found is not None and found.kind == "reference" and (found.qualname or "").startswith("torch."):
+                    yield position, found.qualname  # type: ignore[misc]
 
     def _callee_name(self, func: ast.expr, identifier: _Identifier) -> str | None:
         qualname = self.qualify(func)

@@ -52,6 +52,11 @@ def style_problems(entry: Entry) -> list[KbError]:
         problems.append(KbError(entry.source, entry.line, "summary 只能有一行"))
     if not summary.endswith(_SUMMARY_ENDINGS):
         problems.append(KbError(entry.source, entry.line, "summary 要以句号结尾"))
+    unfinished = [field for field, text in _texts(entry) if "TODO" in text]
+    unfinished += ["see_also"] if "TODO" in entry.see_also else []
+    unfinished += [f"examples[{i}].code" for i, example in enumerate(entry.examples, 1) if "TODO" in example.code]
+    if unfinished:
+        problems.append(KbError(entry.source, entry.line, f"还有没写完的 TODO：{'、'.join(unfinished)}"))
     for field, text in _texts(entry):
         prose = _INLINE_CODE.sub("`code`", text)
         for pattern, message in _RULES:
