@@ -89,7 +89,12 @@ async def hover(
     heading = _instance_heading(public) if hit.is_instance else None
     if entry is None:
         return HoverResult(render_fallback(public, hit.doc, heading), span)
-    return HoverResult(render_card(entry, hit.doc, heading=heading), span)
+    return HoverResult(render_card(entry, hit.doc, heading=heading, torch_version=_torch_version(session)), span)
+
+
+def _torch_version(session: Session) -> str | None:
+    """The user's torch version (from the configured interpreter), for the card's version warnings."""
+    return session.resolver.torch_version()
 
 
 def _instance_heading(class_name: str) -> str:
@@ -101,7 +106,7 @@ async def _name_hover(session: Session, name: str, is_instance: bool, span: Span
     if entry is not None:
         live = await _live_doc(session, entry.name, wait=False)
         heading = _instance_heading(entry.name) if is_instance else None
-        return HoverResult(render_card(entry, live, heading=heading), span)
+        return HoverResult(render_card(entry, live, heading=heading, torch_version=_torch_version(session)), span)
     public = name  # what the file itself calls it: already a name the user can import
     try:
         live = await _live_doc(session, public, wait=True)
@@ -137,5 +142,5 @@ async def _keyword_hover(session: Session, target: Target, text: str, path: str 
             live = await _live_doc(session, owner, wait=not has_chinese)
         except JediNotReady:
             live = None
-    markdown = render_param(entry, owner, target.keyword or "", live)
+    markdown = render_param(entry, owner, target.keyword or "", live, _torch_version(session))
     return HoverResult(markdown, target.span) if markdown else None

@@ -14,6 +14,7 @@ import itertools
 import logging
 import os
 import queue
+import re
 import shutil
 import threading
 import time
@@ -239,6 +240,10 @@ class PriorityWorker:
         self._queue.put((0, -1, None, None, ()))
 
 
+_UNKNOWN = object()
+_VERSION_LINE = re.compile(r"""^__version__\s*=\s*['"]([^'"]+)['"]""", re.MULTILINE)
+
+
 class Resolver:
     """All jedi work for one Python environment, serialised on one worker thread."""
 
@@ -255,6 +260,7 @@ class Resolver:
         self._state: Any = None  # jedi's InferenceState, shared by requests (see _share_state)
         self._state_since = 0.0
         self._memos: OrderedDict[tuple[str | None, int], dict] = OrderedDict()  # per text: jedi's memoized results
+        self._torch_version: object = _UNKNOWN
 
     # -------------------------------------------------------------------------------- thread plumbing
 
@@ -395,19 +401,37 @@ class Resolver:
         self._members[key] = names
         return names
 
-    def _environment_key(self) -> str:
-        """Identifies the environment's torch: interpreter and the mtime of torch/version.py on its sys.path."""
-        environment = self.environment()
-        stamp = ""
+    def _torch_version_file(self) -> Path | None:
+        """``torch/version.py`` of the environment's torch, the first on its sys.path."""
         try:
-            for entry in environment.get_sys_path():
+            for entry in self.environment().get_sys_path():
                 version = Path(entry) / "torch" / "version.py"
                 if version.is_file():
-                    stamp = f"{version}:{version.stat().st_mtime_ns}"
-                    break
+                    return version
         except Exception as error:
             log.info("could not read the environment's sys.path: %s", error)
-        return f"{getattr(environment, 'executable', '')}|{stamp}"
+        return None
+
+    def torch_version(self) -> str | None:
+        """The environment's torch version (``2.13.0+cpu``), read from its ``torch/version.py`` without importing
+        torch; None when there is no torch or the file says nothing readable. Read once per resolver."""
+        if self._torch_version is _UNKNOWN:
+            path = self._torch_version_file()
+            found = None
+            if path is not None:
+                try:
+                    match = _VERSION_LINE.search(path.read_text(encoding="utf-8", errors="replace"))
+                    found = match.group(1) if match else None
+                except OSError as error:
+                    log.info("could not read %s: %s", path, error)
+            self._torch_version = found
+        return self._torch_version  # type: ignore[return-value]
+
+    def _environment_key(self) -> str:
+        """Identifies the environment's torch: interpreter and the mtime of torch/version.py on its sys.path."""
+        version = self._torch_version_file()
+        stamp = f"{version}:{version.stat().st_mtime_ns}" if version is not None else ""
+        return f"{getattr(self.environment(), 'executable', '')}|{stamp}"
 
     def load_members(self) -> None:
         """Members and kinds an earlier session saved for this same environment and torch."""

@@ -79,7 +79,7 @@ async def documentation(session: Session, qualname: str) -> str | None:
     entry = session.kb.lookup(qualname)
     live = await live_doc(session, entry.name if entry is not None else qualname)
     if entry is not None:
-        return render_card(entry, live)
+        return render_card(entry, live, torch_version=session.resolver.torch_version())
     if live is not None:
         return render_fallback(qualname, live)
     return None

@@ -7,6 +7,8 @@ version notes and the link. ``compact=False`` (the terminal) keeps the whole des
 
 from __future__ import annotations
 
+import re
+
 from torchls.docinfo import SymbolDoc
 from torchls.kb.schema import Entry, Param
 
@@ -54,14 +56,36 @@ def _signature_block(entry: Entry, live: SymbolDoc | None) -> str | None:
     return block
 
 
-def _param_line(param: Param) -> str:
+def version_tuple(version: str) -> tuple[int, ...] | None:
+    """``2.13.0+cpu`` -> (2, 13, 0); ``1.13`` -> (1, 13); None for text that does not start with a version."""
+    match = _VERSION_PREFIX.match(version.strip())
+    return tuple(int(part) for part in match.group(0).split(".")) if match else None
+
+
+def _older(installed: str | None, needed: str) -> str | None:
+    """The installed version, shortened (``1.13``), when it is older than ``needed``; else None."""
+    have, want = version_tuple(installed or ""), version_tuple(needed)
+    if have is None or want is None:
+        return None
+    length = max(len(have), len(want))
+    if have + (0,) * (length - len(have)) >= want + (0,) * (length - len(want)):
+        return None
+    return ".".join(map(str, have[:2]))
+
+
+def _param_line(param: Param, torch_version: str | None = None) -> str:
     details = [f"`{param.type}`"] if param.type else []
     if param.default is not None:
         details.append(f"默认 `{param.default}`")
     if param.since:
         details.append(f"torch ≥ {param.since}")
     head = f"- `{param.name}`" + (f"（{'，'.join(details)}）" if details else "")
-    return f"{head}：{param.desc}"
+    older = _older(torch_version, param.since) if param.since else None
+    warning = f"⚠️ 此参数需要 torch ≥ {param.since}，当前环境为 {older}。" if older else ""
+    return f"{head}：{warning}{param.desc}"
+
+
+_VERSION_PREFIX = re.compile(r"\d+(\.\d+)*")
 
 
 def _english(text: str, limit: int) -> str:
@@ -69,8 +93,8 @@ def _english(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
-def _params_section(entry: Entry, live: SymbolDoc | None) -> list[str]:
-    lines = [_param_line(p) for p in entry.params]
+def _params_section(entry: Entry, live: SymbolDoc | None, torch_version: str | None) -> list[str]:
+    lines = [_param_line(p, torch_version) for p in entry.params]
     if live is not None:
         documented = {p.name for p in entry.params} | set(entry.omitted_params)
         for name in live.param_names:
@@ -89,8 +113,15 @@ def _pitfalls_section(entry: Entry) -> str | None:
     return "\n".join(["**⚠️ 避坑**", *pitfalls])
 
 
-def render_card(entry: Entry, live: SymbolDoc | None = None, compact: bool = True, heading: str | None = None) -> str:
-    """The Chinese card of ``entry``; ``live`` (from jedi) supplies the installed torch's real signature.
+def render_card(
+    entry: Entry,
+    live: SymbolDoc | None = None,
+    compact: bool = True,
+    heading: str | None = None,
+    torch_version: str | None = None,
+) -> str:
+    """The Chinese card of ``entry``; ``live`` (from jedi) supplies the installed torch's real signature, and
+    ``torch_version`` (the user's torch) turns on warnings for an API or parameters newer than it.
 
     ``compact`` (hover): the pitfalls come right after the summary so they are never scrolled away, the
     description is its first paragraph, at most :data:`_MAX_HOVER_PARAMS` parameters and one example show.
@@ -102,12 +133,15 @@ def render_card(entry: Entry, live: SymbolDoc | None = None, compact: bool = Tru
     if signature:
         parts.append(signature)
     parts.append(f"**{entry.name}** · {KIND_LABELS.get(entry.kind, entry.kind)}：{entry.summary}")
+    older = _older(torch_version, entry.since) if entry.since else None
+    if older:
+        parts.append(f"⚠️ 这个 API 需要 torch ≥ {entry.since}，当前环境为 {older}。")
     if entry.description:
         parts.append(_first_paragraph(entry.description) if compact else entry.description.strip())
     pitfalls = _pitfalls_section(entry)
     if compact and pitfalls:
         parts.append(pitfalls)
-    params = _params_section(entry, live)
+    params = _params_section(entry, live, torch_version)
     if compact and len(params) > _MAX_HOVER_PARAMS + 1:
         hidden = len(params) - 1 - _MAX_HOVER_PARAMS
         more = f"- ……另有 {hidden} 个参数，悬停在参数名上或用 `torchls explain` 查看"
@@ -138,12 +172,14 @@ def render_card(entry: Entry, live: SymbolDoc | None = None, compact: bool = Tru
     return "\n\n".join(parts)
 
 
-def render_param(entry: Entry | None, owner: str, name: str, live: SymbolDoc | None = None) -> str | None:
+def render_param(
+    entry: Entry | None, owner: str, name: str, live: SymbolDoc | None = None, torch_version: str | None = None
+) -> str | None:
     """The card for a keyword argument ``name=`` in a call of ``owner``."""
     param = entry.param(name) if entry else None
     title = f"**`{name}`** — `{owner}` 的参数"
     if param is not None:
-        line = _param_line(param)
+        line = _param_line(param, torch_version)
         return f"{title}\n\n{line[2:]}" + (f"\n\n{entry.summary}" if entry else "")
     english = live.param_docs.get(name) if live else None
     if english:
