@@ -19,6 +19,7 @@ from torchls.core.names import ModuleIndex
 from torchls.core.parsing import parse_tolerant
 from torchls.core.text import SourceText
 from torchls.kb.base import KnowledgeBase
+from torchls.kb.files import file_manifest
 from torchls.resolve import Resolver, check_interpreter
 from torchls.runner import Runner
 from torchls.settings import Settings
@@ -40,6 +41,7 @@ class Session:
         self.settings = Settings()
         self.workspace_root = workspace_root
         self._kb: KnowledgeBase | None = None  # loaded after `initialize` answered (see ensure_knowledge)
+        self._loaded_manifests: dict[Path, tuple] = {}  # the team folders' files when the knowledge was loaded
         self.knowledge_messages: list[str] = []  # problems found by the last load, not yet shown
         self.resolver = Resolver()
         self._checker: Checker | None = None  # built on the first check: importing the rules costs ~0.1 s
@@ -96,8 +98,18 @@ class Session:
             folders.append(path)
         return folders
 
+    def _team_manifests(self) -> dict[Path, tuple]:
+        """What the configured knowledge folders hold now (file, mtime, size), to notice edits."""
+        return {folder: file_manifest(folder) if folder.is_dir() else () for folder in self.knowledge_folders()}
+
+    def knowledge_changed(self) -> bool:
+        """True when a file in a configured knowledge folder was added, edited or removed since the last load
+        (the shipped folder does not change under a running server)."""
+        return self._kb is not None and self._team_manifests() != self._loaded_manifests
+
     def reload_knowledge(self) -> list[str]:
         """Load the shipped and configured knowledge folders; report broken files without losing the rest."""
+        self._loaded_manifests = self._team_manifests()
         self._kb = KnowledgeBase.load(self.knowledge_folders())
         self.completion_lists.clear()
         errors = self._kb.errors

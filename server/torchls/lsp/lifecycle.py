@@ -6,6 +6,7 @@ import asyncio
 import gc
 import logging
 import uuid
+from collections.abc import Awaitable, Callable
 
 from lsprotocol import types
 
@@ -15,6 +16,7 @@ from torchls.session import Session
 from torchls.settings import Settings, parse_settings
 
 log = logging.getLogger(__name__)
+KNOWLEDGE_POLL_SECONDS = 1.0  # how often team knowledge folders are checked for edits
 
 
 def _workspace_root(params: types.InitializeParams) -> str | None:
@@ -98,10 +100,45 @@ async def warm_up(ls: TorchLanguageServer) -> None:
         ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message="torchls 已就绪"))
 
 
-def _start_warm_up(ls: TorchLanguageServer) -> None:
-    task = asyncio.get_running_loop().create_task(warm_up(ls))
+async def watch_knowledge(ls: TorchLanguageServer) -> None:
+    """Reload the knowledge base when a file in a team knowledge folder changes, without a restart.
+
+    Polling (a directory walk of the team folders every :data:`KNOWLEDGE_POLL_SECONDS`) works in every editor and
+    also sees edits made outside it (``git pull``); the shipped folder is never walked.
+    """
+    loop = asyncio.get_running_loop()
+    while True:
+        await asyncio.sleep(KNOWLEDGE_POLL_SECONDS)
+        session = ls.session
+        if session is None or not session.settings.knowledge_paths:
+            continue
+        try:
+            if not await loop.run_in_executor(None, session.knowledge_changed):
+                continue
+            # On the event loop: requests read the knowledge base and its derived lists there (cached: ~tens of ms).
+            problems = session.reload_knowledge()
+        except Exception:  # a watcher that dies silently would be worse than one noisy log line
+            log.exception("reloading team knowledge failed")
+            continue
+        if session is not ls.session:
+            continue  # the server restarted its session meanwhile
+        for message in problems:
+            ls.show(message)
+        ls.window_log_message(
+            types.LogMessageParams(
+                type=types.MessageType.Info, message=f"团队知识库有改动，已重新加载（共 {len(session.kb)} 个条目）"
+            )
+        )
+
+
+def _start_background(ls: TorchLanguageServer, work: Callable[[TorchLanguageServer], Awaitable[None]]) -> None:
+    task = asyncio.get_running_loop().create_task(work(ls))
     ls.background_tasks.add(task)
     task.add_done_callback(ls.background_tasks.discard)
+
+
+def _start_warm_up(ls: TorchLanguageServer) -> None:
+    _start_background(ls, warm_up)
 
 
 def register(server: TorchLanguageServer) -> None:
@@ -122,6 +159,7 @@ def register(server: TorchLanguageServer) -> None:
             if pulled is not None:
                 _apply(ls, pulled)
         _start_warm_up(ls)
+        _start_background(ls, watch_knowledge)
 
     @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
     async def on_configuration(ls: TorchLanguageServer, params: types.DidChangeConfigurationParams) -> None:
