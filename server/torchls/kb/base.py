@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from torchls.kb import canonical
-from torchls.kb.cache import load_folder_cached
+from torchls.kb.cache import LazyEntries, load_folder_cached
 from torchls.kb.schema import Entry, KbError
 
 
@@ -32,7 +32,7 @@ def shipped_folder() -> Path:
 class KnowledgeBase:
     """Entries by public name, plus the errors of the files that could not be loaded."""
 
-    entries: dict[str, Entry] = field(default_factory=dict)
+    entries: LazyEntries = field(default_factory=LazyEntries)
     errors: list[KbError] = field(default_factory=list)
     folders: tuple[Path, ...] = ()
     _aliases: dict[str, str] = field(default_factory=dict)
@@ -54,13 +54,13 @@ class KnowledgeBase:
                 from torchls.kb.loader import load_folder
 
                 entries, errors = load_folder(folder)
-            base.entries.update(entries)
+            base.entries.merge(entries)
             base.errors.extend(errors)
         base._index()
         return base
 
     def _index(self) -> None:
-        self._aliases = {alias: entry.name for entry in self.entries.values() for alias in entry.aliases}
+        self._aliases = dict(self.entries.aliases)
         self._namespaces = frozenset(canonical.module_of(name) for name in self.entries)
 
     def __len__(self) -> int:

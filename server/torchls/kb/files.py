@@ -26,12 +26,40 @@ def iter_yaml_files(root: Path) -> Iterator[Path]:
 
 
 def file_manifest(root: Path, files: Iterable[Path] | None = None) -> tuple[tuple[str, int, int], ...]:
-    """(relative path, mtime_ns, size) of every entry file: the cache is valid while this is unchanged."""
-    manifest = []
-    for path in files if files is not None else iter_yaml_files(root):
+    """(relative path, mtime_ns, size) of every entry file, sorted: the cache is valid while this is unchanged.
+
+    Without ``files`` the folder is scanned with ``os.scandir`` on plain strings: this runs at every start-up
+    and, for team folders, every second, so it avoids ``Path`` objects (several times faster on 800 files).
+    """
+    if files is not None:
+        manifest = []
+        for path in files:
+            try:
+                stat = path.stat()
+            except OSError:
+                continue
+            manifest.append((str(path.relative_to(root)), stat.st_mtime_ns, stat.st_size))
+        return tuple(manifest)
+    found: list[tuple[str, int, int]] = []
+    _scan(str(root), "", found)
+    found.sort()
+    return tuple(found)
+
+
+def _scan(folder: str, prefix: str, found: list[tuple[str, int, int]]) -> None:
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return
+    for entry in entries:
+        name = entry.name
+        if name.startswith("."):
+            continue
         try:
-            stat = path.stat()
+            if entry.is_dir():
+                _scan(entry.path, f"{prefix}{name}{os.sep}", found)
+            elif name.endswith((".yaml", ".yml")):
+                stat = entry.stat()
+                found.append((prefix + name, stat.st_mtime_ns, stat.st_size))
         except OSError:
             continue
-        manifest.append((str(path.relative_to(root)), stat.st_mtime_ns, stat.st_size))
-    return tuple(manifest)
