@@ -61,9 +61,7 @@ def test_every_installed_parameter_is_documented_or_declared_omitted(path):
     if not installed:
         return
     documented = {p.name for p in entry.params} | set(entry.omitted_params)
-    missing = sorted(
-        name for name in installed - documented if name not in _EXEMPT_PARAMETERS and name[0].isalpha()
-    )
+    missing = sorted(name for name in installed - documented if name not in _EXEMPT_PARAMETERS and name[0].isalpha())
     assert not missing, (
         f"{entry.name}: parameters of the installed torch {torch.__version__} neither in `params` nor in "
         f"`omitted_params`: {missing}"
@@ -101,6 +99,18 @@ def test_example_runs_on_cpu_and_prints(path, index, tmp_path, monkeypatch):
         exec(compile(example.code, f"{path}:example{index}", "exec"), namespace)
     assert output.getvalue().strip(), "an example must print something meaningful"
     assert os.getcwd() == str(tmp_path)
+
+
+@pytest.mark.parametrize("path", FILES, ids=_id)
+def test_see_also_names_real_torch_apis(path):
+    entry = _entry(path)
+    unknown = []
+    for name in entry.see_also:
+        try:
+            resolve_object(name)
+        except LookupError:
+            unknown.append(name)
+    assert not unknown, f"{entry.name}: see_also names no API of the installed torch: {unknown}"
 
 
 def test_pitfall_rule_links_name_existing_rules():
