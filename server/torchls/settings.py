@@ -17,6 +17,8 @@ import attrs
 import cattrs
 
 SECTION = "torchls"
+# Settings of the editor's client itself (VS Code sends the whole ``torchls`` section): not the server's to read.
+CLIENT_ONLY_KEYS = frozenset({"trace"})
 SEVERITY_NAMES = ("error", "warning", "information", "hint")
 
 
@@ -53,7 +55,7 @@ class DiagnosticsSettings:
     )
     debounce_ms: int = attrs.field(
         default=10,
-        metadata={"key": "debounceMs", "doc": "输入停止多少毫秒后重新检查（0 到 5000）", "check": _in_range(0, 5000)},
+        metadata={"key": "debounceMs", "doc": "输入停止多少毫秒后重新检查（0 到 5000）", "range": (0, 5000)},
     )
 
 
@@ -97,7 +99,7 @@ class RunExampleSettings:
         metadata={
             "key": "timeoutSeconds",
             "doc": "示例最多运行多少秒（1 到 600），超时后连同子进程一起终止",
-            "check": _in_range(1, 600),
+            "range": (1, 600),
         },
     )
     memory_limit_mb: int = attrs.field(
@@ -105,7 +107,7 @@ class RunExampleSettings:
         metadata={
             "key": "memoryLimitMb",
             "doc": "示例进程的内存（地址空间）上限，单位 MB，0 表示不限（Linux/macOS 上生效；CUDA 上不设上限）",
-            "check": _in_range(0, 1048576),
+            "range": (0, 1048576),
         },
     )
 
@@ -214,6 +216,8 @@ def _parse_section(cls: type, raw: Mapping[str, Any], base: Any, path: str, prob
                 raise TypeError(f"应为 {' / '.join(allowed)} 之一，实际是 {value!r}")
             check = field.metadata.get("check")
             problem = check(values[field.name]) if check else None
+            if "range" in field.metadata and problem is None:
+                problem = _in_range(*field.metadata["range"])(values[field.name])
             if problem:
                 raise TypeError(problem)
         except (TypeError, ValueError, cattrs.BaseValidationError) as error:
@@ -236,6 +240,7 @@ def parse_settings(raw: Any, base: Settings | None = None) -> tuple[Settings, li
         raw = raw[SECTION]
     if not isinstance(raw, Mapping):
         return base, [f"torchls 设置应为一个对象（JSON 对象），实际是 {type(raw).__name__}，已使用默认设置"]
+    raw = {key: value for key, value in raw.items() if key not in CLIENT_ONLY_KEYS}
     problems: list[str] = []
     return _parse_section(Settings, raw, base, "", problems), problems
 
@@ -285,3 +290,41 @@ def default_values() -> dict[str, Any]:
 
     walk(Settings(), "")
     return defaults
+
+
+def json_schema() -> dict[str, dict[str, Any]]:
+    """Every setting's dotted key -> its JSON schema (type, default, enum, bounds, Chinese description), as an
+    editor's settings UI declares it (VS Code's ``contributes.configuration``)."""
+    schemas: dict[str, dict[str, Any]] = {}
+    defaults = default_values()
+
+    def walk(cls: type, prefix: str) -> None:
+        for key, field in _fields(cls).items():
+            if attrs.has(field.type):
+                walk(field.type, f"{prefix}{key}.")
+                continue
+            dotted = f"{prefix}{key}"
+            schema: dict[str, Any] = {"type": _JSON_TYPES[field.type], "default": defaults[dotted]}
+            if field.type == tuple[str, ...]:
+                schema["items"] = {"type": "string"}
+            elif field.type == tuple[tuple[str, str], ...]:
+                schema["additionalProperties"] = {"type": "string", "enum": list(SEVERITY_NAMES)}
+            if "choices" in field.metadata:
+                schema["enum"] = list(field.metadata["choices"])
+            if "range" in field.metadata:
+                schema["minimum"], schema["maximum"] = field.metadata["range"]
+            schema["markdownDescription"] = field.metadata["doc"]
+            schemas[dotted] = schema
+
+    walk(Settings, "")
+    return schemas
+
+
+_JSON_TYPES: dict[Any, Any] = {
+    bool: "boolean",
+    int: "integer",
+    str: "string",
+    str | None: ["string", "null"],
+    tuple[str, ...]: "array",
+    tuple[tuple[str, str], ...]: "object",
+}

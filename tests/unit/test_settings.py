@@ -92,3 +92,24 @@ def test_run_example_settings_are_checked_and_bad_ones_fall_back():
     assert len(problems) == 2
     assert "runExample.device" in problems[0] and "cuda:N" in problems[0]
     assert "1 到 600" in problems[1]
+
+
+def test_the_clients_own_settings_are_not_reported_as_unknown():
+    settings, problems = parse_settings(
+        {"torchls": {"trace": {"server": "verbose"}, "completion": {"mode": "enriched"}}}
+    )
+    assert problems == []
+    assert settings.completion.mode == "enriched"
+
+
+def test_json_schema_matches_defaults_and_bounds():
+    from torchls.settings import default_values, json_schema
+
+    schema = json_schema()
+    assert set(schema) == set(default_values())
+    assert {k: v["default"] for k, v in schema.items()} == default_values()
+    assert schema["diagnostics.debounceMs"]["minimum"] == 0 and schema["diagnostics.debounceMs"]["maximum"] == 5000
+    assert schema["completion.mode"]["enum"] == ["all", "enriched"]
+    # The bounds the schema declares are the ones parsing enforces.
+    _, problems = parse_settings({"runExample": {"timeoutSeconds": schema["runExample.timeoutSeconds"]["maximum"] + 1}})
+    assert problems and "1 到 600" in problems[0]
