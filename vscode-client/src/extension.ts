@@ -1,0 +1,182 @@
+// The torchls extension: starts `python -m torchls serve` over stdio with the chosen interpreter, forwards the
+// `torchls.*` settings, and adds the commands a user needs around the server (restart, output, run an example).
+import * as vscode from "vscode";
+import {
+  LanguageClient,
+  LanguageClientOptions,
+  RevealOutputChannelOn,
+  ServerOptions,
+  TransportKind,
+} from "vscode-languageclient/node";
+
+import { checkServer, describeProblem } from "./preflight";
+import { Interpreter, onPythonInterpreterChange, resolveInterpreter } from "./interpreter";
+import { ExampleResult, showExampleResult } from "./examples";
+
+const SECTION = "torchls";
+const RUN_EXAMPLE = "torchls.runExample";
+
+let client: LanguageClient | undefined;
+let serverChannel: vscode.LogOutputChannel;
+let exampleChannel: vscode.LogOutputChannel;
+let starting: Promise<void> = Promise.resolve();
+
+export async function activate(context: vscode.ExtensionContext): Promise<void> {
+  serverChannel = vscode.window.createOutputChannel("torchls", { log: true });
+  exampleChannel = vscode.window.createOutputChannel("torchls 示例", { log: true });
+  context.subscriptions.push(
+    serverChannel,
+    exampleChannel,
+    vscode.commands.registerCommand("torchls.restartServer", () => restart("用户要求重启")),
+    vscode.commands.registerCommand("torchls.showOutput", () => serverChannel.show(true)),
+    vscode.commands.registerCommand("torchls.runExampleAtCursor", runExampleAtCursor),
+    vscode.workspace.onDidChangeConfiguration((event) => {
+      // Other torchls settings reach the running server as didChangeConfiguration; the interpreter runs it.
+      if (event.affectsConfiguration(`${SECTION}.interpreter`)) {
+        void restart("torchls.interpreter 已更改");
+      }
+    }),
+  );
+  context.subscriptions.push(
+    ...(await onPythonInterpreterChange(() => {
+      if (!configuredInterpreter()) {
+        void restart("Python 扩展选中的解释器已更改");
+      }
+    })),
+  );
+  await restart("启动");
+}
+
+export async function deactivate(): Promise<void> {
+  await stop();
+}
+
+function configuredInterpreter(): string | undefined {
+  return vscode.workspace.getConfiguration(SECTION).get<string | null>("interpreter") || undefined;
+}
+
+/** Stop the running server (if any) and start a new one; calls are serialised so restarts never overlap. */
+function restart(reason: string): Promise<void> {
+  starting = starting.then(async () => {
+    await stop();
+    serverChannel.info(`${reason}：正在启动 torchls`);
+    await start();
+  });
+  return starting;
+}
+
+async function stop(): Promise<void> {
+  const running = client;
+  client = undefined;
+  if (running) {
+    try {
+      await running.stop(5000);
+    } catch (error) {
+      serverChannel.warn(`停止 torchls 时出错：${String(error)}`);
+    }
+  }
+}
+
+async function start(): Promise<void> {
+  const interpreter = await resolveInterpreter(configuredInterpreter());
+  const problem = await checkServer(interpreter);
+  if (problem) {
+    serverChannel.error(describeProblem(problem, interpreter));
+    await offerFix(problem.kind === "missing-python" ? "选择解释器" : "复制安装命令", interpreter, problem.message);
+    return;
+  }
+  serverChannel.info(`使用${interpreter.source}：${interpreter.path}`);
+  const serverOptions: ServerOptions = {
+    command: interpreter.path,
+    args: ["-m", "torchls", "serve"],
+    transport: TransportKind.stdio,
+  };
+  const clientOptions: LanguageClientOptions = {
+    documentSelector: [
+      { language: "python", scheme: "file" },
+      { language: "python", scheme: "untitled" },
+    ],
+    synchronize: { configurationSection: SECTION },
+    initializationOptions: serverSettings(),
+    outputChannel: serverChannel,
+    traceOutputChannel: serverChannel,
+    revealOutputChannelOn: RevealOutputChannelOn.Never,
+    middleware: {
+      // Whether the example ran from the light bulb or from our command, its output goes to the examples channel.
+      executeCommand: async (command, args, next) => {
+        const result = await next(command, args);
+        if (command === RUN_EXAMPLE && result) {
+          showExampleResult(exampleChannel, result as ExampleResult);
+        }
+        return result;
+      },
+    },
+  };
+  const created = new LanguageClient("torchls", "torchls", serverOptions, clientOptions);
+  try {
+    await created.start();
+    client = created;
+  } catch (error) {
+    serverChannel.error(`torchls 启动失败：${String(error)}`);
+    await offerFix("显示输出", interpreter, `torchls 启动失败（${interpreter.path}）：${String(error)}`);
+  }
+}
+
+/** The `torchls` section as plain JSON: what the server reads as initializationOptions. */
+function serverSettings(): unknown {
+  return JSON.parse(JSON.stringify(vscode.workspace.getConfiguration(SECTION)));
+}
+
+async function offerFix(primary: string, interpreter: Interpreter, message: string): Promise<void> {
+  const install = `${interpreter.path} -m pip install torchls`;
+  const picked = await vscode.window.showErrorMessage(message, primary, "打开设置", "显示输出");
+  if (picked === "复制安装命令") {
+    await vscode.env.clipboard.writeText(install);
+    void vscode.window.showInformationMessage(`已复制：${install}。在终端里运行后执行“torchls: 重启语言服务器”。`);
+  } else if (picked === "选择解释器") {
+    await vscode.commands.executeCommand("workbench.action.openSettings", `${SECTION}.interpreter`);
+  } else if (picked === "打开设置") {
+    await vscode.commands.executeCommand("workbench.action.openSettings", SECTION);
+  } else if (picked === "显示输出") {
+    serverChannel.show(true);
+  }
+}
+
+/** Run the example of the torch symbol under the cursor: the server's own code actions say which exist. */
+async function runExampleAtCursor(): Promise<void> {
+  const editor = vscode.window.activeTextEditor;
+  if (!editor || editor.document.languageId !== "python") {
+    void vscode.window.showInformationMessage("请先在 Python 文件里把光标放在一个 torch 符号上。");
+    return;
+  }
+  if (!client) {
+    void vscode.window.showWarningMessage("torchls 没有在运行：请查看“torchls”输出面板，或执行“torchls: 重启语言服务器”。");
+    return;
+  }
+  const position = editor.selection.active;
+  const found = await vscode.commands.executeCommand<(vscode.CodeAction | vscode.Command)[]>(
+    "vscode.executeCodeActionProvider",
+    editor.document.uri,
+    new vscode.Range(position, position),
+    RUN_EXAMPLE,
+  );
+  const runs = (found ?? [])
+    .map((item) => ("command" in item && typeof item.command !== "string" ? item.command : (item as vscode.Command)))
+    .filter((command): command is vscode.Command => command?.command === RUN_EXAMPLE);
+  if (runs.length === 0) {
+    void vscode.window.showInformationMessage("光标处不是有示例的 torch 符号。");
+    return;
+  }
+  let chosen = runs[0];
+  if (runs.length > 1) {
+    const picked = await vscode.window.showQuickPick(
+      runs.map((command) => ({ label: command.title, command })),
+      { placeHolder: "选择要运行的示例" },
+    );
+    if (!picked) {
+      return;
+    }
+    chosen = picked.command;
+  }
+  await vscode.commands.executeCommand(chosen.command, ...(chosen.arguments ?? []));
+}
