@@ -128,11 +128,13 @@ function serverSettings(): unknown {
 }
 
 async function offerFix(primary: string, interpreter: Interpreter, message: string): Promise<void> {
-  const install = `${interpreter.path} -m pip install torchls`;
+  const install = `${interpreter.path} -m pip install .`; // run in the torchls source folder
   const picked = await vscode.window.showErrorMessage(message, primary, "打开设置", "显示输出");
   if (picked === "复制安装命令") {
     await vscode.env.clipboard.writeText(install);
-    void vscode.window.showInformationMessage(`已复制：${install}。在终端里运行后执行“torchls: 重启语言服务器”。`);
+    void vscode.window.showInformationMessage(
+      `已复制：${install}。在 torchls 源码目录的终端里运行它，然后执行“torchls: 重启语言服务器”。`,
+    );
   } else if (picked === "选择解释器") {
     await vscode.commands.executeCommand("workbench.action.openSettings", `${SECTION}.interpreter`);
   } else if (picked === "打开设置") {

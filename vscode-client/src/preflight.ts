@@ -24,7 +24,7 @@ export function checkServer(interpreter: Interpreter): Promise<Problem | undefin
       } else if (/No module named '?torchls/.test(stderr)) {
         resolve({
           kind: "missing-torchls",
-          message: `${interpreter.source}（${interpreter.path}）里没有安装 torchls。请运行：${interpreter.path} -m pip install torchls，然后执行“torchls: 重启语言服务器”。`,
+          message: `${interpreter.source}（${interpreter.path}）里没有安装 torchls。请在 torchls 源码目录运行：${interpreter.path} -m pip install .（或用 torchls.interpreter 指定已安装 torchls 的解释器），然后执行“torchls: 重启语言服务器”。`,
         });
       } else {
         const last = stderr.trim().split("\n").pop() ?? String(error);
