@@ -115,3 +115,19 @@ def test_corrupt_cache_is_ignored(tmp_path, monkeypatch):
     for file in (tmp_path / "cache").glob("kb-*.pickle"):
         file.write_bytes(b"not a pickle")
     assert "torch.stack" in cache.load_folder_cached(root)[0]
+
+
+def test_aliases_outside_torch_are_refused():
+    from torchls.kb.schema import validate_entry
+
+    data = {
+        "name": "torch.pi",
+        "kind": "attribute",
+        "summary": "圆周率。",
+        "examples": [{"title": "示例", "code": "print(1)"}],
+        "pitfalls": ["无"],
+        "see_also": ["torch.e"],
+        "aliases": ["math.pi"],
+    }
+    entry, errors = validate_entry(data, "pi.yaml", "torch.pi")
+    assert entry is None and "只能是 torch 里的名字" in errors[0].message

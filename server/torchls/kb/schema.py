@@ -202,6 +202,11 @@ def validate_entry(
     if url is not None and not url.startswith(("https://", "http://")):
         check.fail(check.line_of("url"), "`url` 应为 http(s) 链接")
     returns = check.text(data, "returns", required=kind in ("function", "method", "property"))
+    aliases = _names(check, data, "aliases", required=False)
+    for alias in aliases:
+        if not alias.startswith("torch."):
+            # ``math.pi`` would make every ``math.pi`` in user code show the torch card.
+            check.fail(check.line_of("aliases"), f"`aliases` 只能是 torch 里的名字，{alias!r} 不是")
 
     if check.errors or name is None or kind is None or summary is None:
         return None, check.errors
@@ -221,7 +226,7 @@ def validate_entry(
         versions=tuple(versions),
         since=check.text(data, "since", required=False),
         url=url,
-        aliases=tuple(_names(check, data, "aliases", required=False)),
+        aliases=tuple(aliases),
         source=path,
         line=check.document_line,
     )
