@@ -5,6 +5,8 @@ Only the tests import torch; the server reads torch through jedi.
 
 from __future__ import annotations
 
+import enum
+import functools
 import importlib
 import inspect
 import re
@@ -16,9 +18,13 @@ _MISSING = object()
 
 
 def resolve_object(name: str) -> Any:
-    """The object a dotted public name refers to, or raise LookupError."""
+    """The object a dotted public name refers to, or raise LookupError.
+
+    An attribute wins over a submodule of the same name: ``torch.multiprocessing.spawn`` is the function the
+    package exports, not the module it is defined in.
+    """
     parts = name.split(".")
-    for cut in range(len(parts), 0, -1):
+    for cut in range(len(parts) - 1, 0, -1):
         try:
             obj = importlib.import_module(".".join(parts[:cut]))
         except ImportError:
@@ -26,9 +32,14 @@ def resolve_object(name: str) -> Any:
         for attr in parts[cut:]:
             obj = getattr(obj, attr, _MISSING)
             if obj is _MISSING:
-                raise LookupError(f"{name}: torch has no attribute {attr!r}")
-        return obj
-    raise LookupError(f"{name}: no such module")
+                break
+        else:
+            return obj
+        break  # the longest importable prefix lacks the attribute: maybe the whole name is a module
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        raise LookupError(f"{name}: the installed torch has no such API") from None
 
 
 def _params_from_text(text: str) -> list[str]:
@@ -66,6 +77,8 @@ def installed_parameters(name: str) -> set[str] | None:
     obj = resolve_object(name)
     if isinstance(obj, property) or not callable(obj):
         return None
+    if inspect.isclass(obj) and issubclass(obj, enum.Enum):
+        return None  # an enum's members are documented, not the Enum constructor's arguments
     found: set[str] = set()
     try:
         signature = inspect.signature(obj)
@@ -88,4 +101,46 @@ def installed_parameters(name: str) -> set[str] | None:
             # A long signature may continue on the next lines.
             following = "\n".join([lines[index][match.end() :], *lines[index + 1 : index + 6]])
             found.update(_params_from_text(_balanced(following)))
+    if not found:
+        found.update(_stub_parameters(name))
     return found
+
+
+def _stub_parameters(name: str) -> set[str]:
+    """Parameters from torch's own type stubs, for built-ins with neither a signature nor a docstring
+    (``torch.relu``, ``Tensor.split_with_sizes``): ``_VariableFunctions.pyi`` and ``TensorBase`` in ``_C``."""
+    parts = name.split(".")
+    if parts[:2] == ["torch", "Tensor"] and len(parts) == 3:
+        return _stub_index().get(("TensorBase", parts[2]), set())
+    if len(parts) == 2 and parts[0] == "torch":
+        return _stub_index().get(("", parts[1]), set())
+    return set()
+
+
+@functools.cache
+def _stub_index() -> dict[tuple[str, str], set[str]]:
+    import ast
+    from pathlib import Path
+
+    import torch
+
+    index: dict[tuple[str, str], set[str]] = {}
+    stubs = Path(torch.__file__).parent / "_C"
+
+    def add(owner: str, function: ast.FunctionDef) -> None:
+        arguments = function.args
+        names = [a.arg for a in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]]
+        names += [a.arg for a in (arguments.vararg, arguments.kwarg) if a is not None]
+        index.setdefault((owner, function.name), set()).update(n for n in names if n not in ("self", "cls"))
+
+    for path, owners in ((stubs / "_VariableFunctions.pyi", None), (stubs / "__init__.pyi", {"TensorBase"})):
+        if not path.is_file():
+            continue
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if owners is None and isinstance(node, ast.FunctionDef):
+                add("", node)
+            elif isinstance(node, ast.ClassDef) and owners and node.name in owners:
+                for member in node.body:
+                    if isinstance(member, ast.FunctionDef):
+                        add(node.name, member)
+    return index
