@@ -8,6 +8,7 @@ from torchls.kb.canonical import candidates
 @pytest.mark.parametrize(
     ("jedi_name", "public"),
     [
+        ("torch._C._distributed_c10d.ReduceOp.SUM", "torch.distributed.ReduceOp.SUM"),
         ("torch._C.TensorBase.view", "torch.Tensor.view"),
         ("torch._tensor.Tensor.backward", "torch.Tensor.backward"),
         ("torch._C._VariableFunctions.cat", "torch.cat"),

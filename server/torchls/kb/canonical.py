@@ -21,6 +21,7 @@ _PREFIX_REWRITES = (
     ("torch._C._linalg.linalg_", "torch.linalg."),
     ("torch._C._special.special_", "torch.special."),
     ("torch._C._fft.fft_", "torch.fft."),
+    ("torch._C._distributed_c10d.", "torch.distributed."),
     ("torch._C.", "torch."),
     ("torch.nn.parameter.Parameter", "torch.nn.Parameter"),
 )
