@@ -8,6 +8,7 @@ from torchls.kb.canonical import candidates
 @pytest.mark.parametrize(
     ("jedi_name", "public"),
     [
+        ("torch.serialization.save", "torch.save"),
         ("torch._C._distributed_c10d.ReduceOp.SUM", "torch.distributed.ReduceOp.SUM"),
         ("torch._C.TensorBase.view", "torch.Tensor.view"),
         ("torch._tensor.Tensor.backward", "torch.Tensor.backward"),
@@ -34,3 +35,9 @@ def test_public_namespace_functions_are_not_shortened():
 
 def test_the_name_itself_comes_first():
     assert candidates("torch.nn.modules.loss.CrossEntropyLoss")[0] == "torch.nn.modules.loss.CrossEntropyLoss"
+
+
+def test_a_module_with_entries_of_its_own_still_leads_up_to_the_exported_name():
+    # torch.serialization has entries (safe_globals); torch.save is defined there and exported as torch.save.
+    options = candidates("torch.serialization.save", {"torch.serialization"})
+    assert options[0] == "torch.serialization.save" and "torch.save" in options

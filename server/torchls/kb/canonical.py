@@ -47,6 +47,7 @@ _INHERITED_BY_NAMESPACE = {
     "torch.optim": "torch.optim.Optimizer",
     "torch.optim.lr_scheduler": "torch.optim.lr_scheduler.LRScheduler",
     "torch.nn": "torch.nn.Module",
+    "torch.distributions": "torch.distributions.Distribution",
 }
 
 
@@ -77,8 +78,10 @@ def candidates(name: str, public: Iterable[str] = ()) -> list[str]:
     namespaces = PUBLIC_NAMESPACES.union(public)
     module, obj = split_module(name)
     out = [name]
-    if ".".join(module) not in namespaces:
-        # Defined in an implementation module: try each public namespace above it, nearest first.
+    # Defined in an implementation module: try each public namespace above it, nearest first. A module that
+    # only has entries of its own (``torch.serialization.safe_globals``) is still the implementation home of
+    # the names torch exports higher up (``torch.serialization.save`` is ``torch.save``).
+    if ".".join(module) not in PUBLIC_NAMESPACES:
         for cut in range(len(module) - 1, 0, -1):
             prefix = ".".join(module[:cut])
             if prefix in namespaces:
