@@ -126,3 +126,25 @@ def test_run_example_exit_status_follows_the_failure(tmp_path):
     assert out_of_range.returncode == 2 and "1 到 2" in out_of_range.stderr
     no_python = torchls("run-example", "F.relu", "--python", str(tmp_path / "python"))
     assert no_python.returncode == 2 and "找不到可执行的 Python 解释器" in no_python.stdout
+
+
+def test_serve_accepts_the_stdio_flag_clients_append():
+    """vscode-languageclient (TransportKind.stdio) and others start servers with ``--stdio``."""
+    import json
+
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"capabilities": {}}})
+    message = f"Content-Length: {len(body.encode())}\r\n\r\n{body}".encode()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "torchls", "serve", "--stdio"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        server.stdin.write(message)
+        server.stdin.flush()
+        header = server.stdout.readline()
+        assert header.startswith(b"Content-Length:"), header
+    finally:
+        server.kill()
+        server.wait(timeout=10)

@@ -44,6 +44,8 @@ def _parser() -> argparse.ArgumentParser:
 
     serve = commands.add_parser("serve", help="启动语言服务器（默认通过 stdio）")
     serve.add_argument("--tcp", metavar="HOST:PORT", help="改为监听 TCP 端口（调试用）")
+    # Many clients (vscode-languageclient's TransportKind.stdio among them) append --stdio: it is the default.
+    serve.add_argument("--stdio", action="store_true", help="通过 stdin/stdout 通信（默认就是这样）")
 
     explain = commands.add_parser("explain", help="在终端里显示一个 API 的中文卡片")
     explain.add_argument("name", help="API 名，如 torch.nn.CrossEntropyLoss、nn.Linear、F.relu、Tensor.view")
