@@ -140,11 +140,16 @@ def test_serve_accepts_the_stdio_flag_clients_append():
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
     )
+    import threading
+
+    watchdog = threading.Timer(60, server.kill)  # a server that never answers must not hang the suite
+    watchdog.start()
     try:
         server.stdin.write(message)
         server.stdin.flush()
         header = server.stdout.readline()
         assert header.startswith(b"Content-Length:"), header
     finally:
+        watchdog.cancel()
         server.kill()
         server.wait(timeout=10)
