@@ -6,6 +6,7 @@ import contextlib
 import io
 import os
 import re
+import runpy
 
 import pytest
 import torch
@@ -94,9 +95,11 @@ def test_example_runs_on_cpu_and_prints(path, index, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     torch.manual_seed(0)
     output = io.StringIO()
-    namespace = {"__name__": "__torchls_example__", "DEVICE": "cpu"}
+    # From a real file, as the runner does: torch.jit.script and inspect read the source back from it.
+    script = tmp_path / f"example_{index}.py"
+    script.write_text(example.code, encoding="utf-8")
     with contextlib.redirect_stdout(output), torch.inference_mode(False):
-        exec(compile(example.code, f"{path}:example{index}", "exec"), namespace)
+        runpy.run_path(str(script), init_globals={"DEVICE": "cpu"}, run_name="__torchls_example__")
     assert output.getvalue().strip(), "an example must print something meaningful"
     assert os.getcwd() == str(tmp_path)
 

@@ -85,6 +85,9 @@ def installed_parameters(name: str) -> set[str] | None:
         found.update(p for p in signature.parameters if p not in ("self",))
     except (TypeError, ValueError):
         pass
+    # A class with a generic ``__new__(*args, **kwargs)`` (torch.fx.GraphModule) takes its ``__init__``'s.
+    if inspect.isclass(obj) and found <= {"args", "kwargs"} and inspect.isfunction(getattr(obj, "__init__", None)):
+        found.update(p for p in inspect.signature(obj.__init__).parameters if p != "self")
     # Classes such as nn.LSTM declare their real constructor arguments only in typed ``@overload``s.
     init = getattr(obj, "__init__", None) if inspect.isclass(obj) else None
     get_overloads = getattr(typing, "get_overloads", lambda function: [])  # Python 3.11+

@@ -82,7 +82,8 @@ def _param_line(param: Param, torch_version: str | None = None) -> str:
     head = f"- `{param.name}`" + (f"（{'，'.join(details)}）" if details else "")
     older = _older(torch_version, param.since) if param.since else None
     warning = f"⚠️ 此参数需要 torch ≥ {param.since}，当前环境为 {older}。" if older else ""
-    return f"{head}：{warning}{param.desc}"
+    choices = "".join(f"\n  - `{choice.value}`：{choice.desc}" for choice in param.choices)
+    return f"{head}：{warning}{param.desc}{choices}"
 
 
 _VERSION_PREFIX = re.compile(r"\d+(\.\d+)*")
@@ -166,7 +167,7 @@ def render_card(
         notes.append(f"torch {entry.since} 起提供")
     notes.extend(f"{v.version}：{v.note}" for v in entry.versions)
     if notes:
-        parts.append("**版本**：" + "；".join(notes))
+        parts.append("**版本**：" + "；".join(note.rstrip("。；") for note in notes) + "。")
     if entry.url:
         parts.append(f"[官方文档]({entry.url})")
     return "\n\n".join(parts)
