@@ -6,7 +6,6 @@ import {
   LanguageClientOptions,
   RevealOutputChannelOn,
   ServerOptions,
-  TransportKind,
 } from "vscode-languageclient/node";
 
 import { checkServer, describeProblem } from "./preflight";
@@ -86,10 +85,11 @@ async function start(): Promise<void> {
     return;
   }
   serverChannel.info(`使用${interpreter.source}：${interpreter.path}`);
+  // No `transport`: with TransportKind.stdio the client appends `--stdio`, which `torchls serve` rejects; an
+  // executable without a transport already talks over its stdin/stdout.
   const serverOptions: ServerOptions = {
     command: interpreter.path,
     args: ["-m", "torchls", "serve"],
-    transport: TransportKind.stdio,
   };
   const clientOptions: LanguageClientOptions = {
     documentSelector: [
