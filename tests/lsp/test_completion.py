@@ -223,10 +223,10 @@ async def test_resolve_fills_in_the_chinese_card(client: LanguageClient, kb):
 
 async def test_resolve_without_an_entry_keeps_torchs_english_text(client: LanguageClient, kb):
     items = by_label(await complete(client, HEADER + "y = nn.‸\n"))
-    assert kb.lookup("torch.nn.PixelUnshuffle") is None, "pick another symbol: this one has an entry now"
-    resolved = await client.completion_item_resolve_async(items["PixelUnshuffle"])
+    assert kb.lookup("torch.nn.ChannelShuffle") is None, "pick another symbol: this one has an entry now"
+    resolved = await client.completion_item_resolve_async(items["ChannelShuffle"])
     assert "暂无中文条目" in resolved.documentation.value
-    assert "PixelUnshuffle" in resolved.documentation.value
+    assert "ChannelShuffle" in resolved.documentation.value
 
     inherited = by_label(await complete(client, HEADER + "self_fc = nn.Linear(2, 3)\nself_fc.‸\n"))["add_module"]
     resolved = await client.completion_item_resolve_async(inherited)

@@ -21,7 +21,7 @@ from .helpers import hover, open_document, server_config, utf16_position, vscode
 SOURCE = """\
 import torch.nn as nn
 说明 = "层 🧱"; layer = nn.Linear(4, 2)
-说明 = "没有条目 🕳️"; shuffle = nn.PixelUnshuffle(2)
+说明 = "没有条目 🕳️"; shuffle = nn.ChannelShuffle(2)
 """
 
 
@@ -45,5 +45,5 @@ async def test_environment_without_torch_keeps_chinese_cards(client: LanguageCli
     # The knowledge base's signature, not jedi's annotated one: that environment has no torch.
     assert "torch.nn.Linear(in_features, out_features" in result.contents.value
     assert "in_features: int" not in result.contents.value
-    assert await hover(client, uri, utf16_position(SOURCE, "nn.PixelUnshuffle", "PixelUnshuffle")) is None
+    assert await hover(client, uri, utf16_position(SOURCE, "nn.ChannelShuffle", "ChannelShuffle")) is None
     assert not [m for m in client.messages if m.type == types.MessageType.Error]
