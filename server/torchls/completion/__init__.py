@@ -39,7 +39,8 @@ async def complete(
         return None
     if uri not in session.prefetched and session.resolver.warm.is_set():
         session.prefetched.add(uri)
-        prefetch_members(session, document.index)
+        # Walking a long file's tree takes a good part of a second: on the jedi thread, after any waiting request.
+        session.resolver.submit(prefetch_members, session, document.index, background=True)
     enriched_only = session.settings.completion.mode == "enriched"
     line_prefix = lines[position.line][: position.column]
     attribute = attribute_context(line_prefix)
