@@ -1,7 +1,8 @@
 """VS Code itself (code-server 4.100.3 = VS Code 1.100.3, in headless Chromium driven by Playwright) with the packaged
 torchls .vsix installed in a fresh profile: the Chinese hover card after Chinese text and an emoji on the same line,
 TL301 in the Problems panel at the right line and column, its quick fix applied from the light-bulb menu, and the
-"torchls: 运行光标处 API 的示例" command writing the example's output to the "torchls 示例" output channel.
+"torchls: 运行光标处 API 的示例" command writing the example's output to the "torchls 示例" output channel; and a new
+user's first run with an interpreter that has no torchls: one error notification saying what to install, no restarts.
 
 Each step leaves a screenshot (``vscode-*.png``), and the run its result and logs, next to the other editors'
 artifacts. Needs code-server, Chromium and fonts: ``bash tests/editors/install.sh`` installs them."""
@@ -17,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import quote
 
@@ -33,6 +35,9 @@ RUN_COMMAND = "torchls: 运行光标处 API 的示例"  # category: title of tor
 EXAMPLE_CHANNEL = "torchls 示例"
 FIX_TITLE = "去掉损失函数参数里的 softmax，直接传 logits"
 FIXED_LINE = '说明 = "概率 🎲"; loss = criterion(logits, labels)'
+MISSING = "没有安装 torchls"  # in the first-run message when the interpreter cannot import torchls
+SHOW_OUTPUT_COMMAND = "torchls: 显示输出"  # category: title of torchls.showOutput
+TYPED = "# 装好 torchls 之前也能照常编辑"
 
 
 def _skip_unless_installed() -> tuple[Path, Path]:
@@ -74,13 +79,13 @@ def _utf16_column(line: str, needle: str) -> int:
     return len(line[: line.index(needle)].encode("utf-16-le")) // 2
 
 
-def _workspace(root: Path, data: Path) -> Path:
-    """The folder VS Code opens (the sample and the settings that point the extension at this venv) and the
+def _workspace(root: Path, data: Path, interpreter: str) -> Path:
+    """The folder VS Code opens (the sample and the settings that point the extension at ``interpreter``) and the
     profile's user settings (nothing that pops up over the editor)."""
     workspace = root / "ws"
     (workspace / ".vscode").mkdir(parents=True)
     (workspace / "训练.py").write_text(SAMPLE, encoding="utf-8")
-    workspace_settings = {"torchls.interpreter": sys.executable, "torchls.runExample.device": "cpu"}
+    workspace_settings = {"torchls.interpreter": interpreter, "torchls.runExample.device": "cpu"}
     (workspace / ".vscode" / "settings.json").write_text(json.dumps(workspace_settings), encoding="utf-8")
     user_settings = {
         "workbench.startupEditor": "none",
@@ -98,6 +103,16 @@ def _workspace(root: Path, data: Path) -> Path:
     (data / "User").mkdir(parents=True)
     (data / "User" / "settings.json").write_text(json.dumps(user_settings), encoding="utf-8")
     return workspace
+
+
+def _venv_without_torchls(root: Path) -> str:
+    """A new virtual environment with nothing installed: a new user's interpreter. Its python."""
+    venv = root / "venv-without-torchls"
+    _run([sys.executable, "-m", "venv", "--without-pip", str(venv)], root, "python -m venv", 120)
+    python = venv / "bin" / "python"
+    check = subprocess.run([str(python), "-c", "import torchls"], cwd=root, capture_output=True, text=True, timeout=60)
+    assert check.returncode != 0 and "torchls" in check.stderr, check  # the scenario needs it missing
+    return str(python)
 
 
 def _start(command: list[str], env: dict, log: Path) -> tuple[subprocess.Popen, int]:
@@ -148,22 +163,34 @@ def _wait_for_log(data: Path, name: str, needle: str, seconds: float = 30) -> st
     return text
 
 
-def _keep(root: Path, data: Path, artifacts: Path) -> None:
-    """This run's screenshots, result and logs into the artifacts folder (another run may share it: copy, do not
-    clear it)."""
+def _keep(root: Path, data: Path, artifacts: Path, prefix: str) -> None:
+    """This run's screenshots, result and logs into the artifacts folder, their names starting with ``prefix``
+    (another run may share it: copy, do not clear it)."""
     kept = {path.name: path for path in (root / "shots").glob("*.png")}
-    kept |= {"vscode-result.json": root / "result.json", "vscode-driver.txt": root / "driver.txt"}
-    kept["vscode-code-server.log"] = root / "code-server.log"
+    kept |= {f"{prefix}-result.json": root / "result.json", f"{prefix}-driver.txt": root / "driver.txt"}
+    kept[f"{prefix}-code-server.log"] = root / "code-server.log"
     for name in ("torchls.log", "torchls 示例.log", "remoteexthost.log"):
-        kept[f"vscode-{name.replace(' 示例', '-examples')}"] = _log(data, name)
+        kept[f"{prefix}-{name.replace(' 示例', '-examples')}"] = _log(data, name)
     for name, source in kept.items():
         if source is not None and source.exists():
             shutil.copy(source, artifacts / name)
-    if "vscode-failure.png" not in kept:
-        (artifacts / "vscode-failure.png").unlink(missing_ok=True)  # from an earlier run
+    if f"{prefix}-failure.png" not in kept:
+        (artifacts / f"{prefix}-failure.png").unlink(missing_ok=True)  # from an earlier run
 
 
-def test_vscode_hover_problems_quick_fix_and_example(artifacts):
+def _drive_vscode(
+    artifacts: Path,
+    prefix: str,
+    interpreter: Callable[[Path], str],
+    config: dict,
+    logs: dict[str, str],
+) -> tuple[dict, dict[str, str], dict[str, int]]:
+    """One run of VS Code as a new user has it: the .vsix packaged from the current source and installed in a fresh
+    profile, code-server started on the sample's folder with ``torchls.interpreter`` set to ``interpreter(root)``,
+    and drive.mjs driving it in Chromium with ``config`` (the scenario and its fields) added to its JSON config.
+    Returns the driver's result, the text of each log file in ``logs`` (name: the text it waits for, when the run
+    succeeded) and the size of each screenshot; screenshots, result and logs are kept in ``artifacts`` under names
+    starting with ``prefix``."""
     code_server, chromium = _skip_unless_installed()
     if not (DRIVER / "node_modules" / "playwright-core").is_dir():
         _run(["npm", "ci", "--no-audit", "--no-fund"], DRIVER, "npm ci in tests/editors/vscode", 300)
@@ -173,10 +200,9 @@ def test_vscode_hover_problems_quick_fix_and_example(artifacts):
     data, extensions, shots = root / "data", root / "ext", root / "shots"
     shots.mkdir()
     server = None
-    lines = SAMPLE.splitlines()
     try:
         vsix = _package_extension(root)
-        workspace = _workspace(root, data)
+        workspace = _workspace(root, data, interpreter(root))
         env = {key: value for key, value in os.environ.items() if not key.startswith("VSCODE_")}  # no outer VS Code
         env.update(
             HOME=str(root / "home"),
@@ -203,24 +229,17 @@ def test_vscode_hover_problems_quick_fix_and_example(artifacts):
             env,
             root / "code-server.log",
         )
-        broken = next(text for text in lines if "F.softmax" in text)
-        config = {
+        driver_config = {
             "url": f"http://127.0.0.1:{port}/?folder={quote(str(workspace))}",
             "chromium": str(chromium),
             "shots": str(shots),
             "result": str(root / "result.json"),
             "file": "训练.py",
-            "hover": {"needle": HOVER_SYMBOL, "offset": len("nn.Cross"), "expect": "交叉熵"},
-            "problemCode": "TL301",
-            "fixTitle": FIX_TITLE,
-            "brokenText": broken[broken.index("criterion(") :],
-            "fixedNeedle": "loss = criterion(",
-            "command": RUN_COMMAND,
-            "examplePicker": "选择要运行的示例",
-            "outputMarker": "--- 输出 ---",
+            "failureShot": f"{prefix}-failure".removeprefix("vscode-"),  # the driver names it vscode-<this>.png
             "timeoutMs": 120_000,
+            **config,
         }
-        (root / "driver.json").write_text(json.dumps(config, ensure_ascii=False), encoding="utf-8")
+        (root / "driver.json").write_text(json.dumps(driver_config, ensure_ascii=False), encoding="utf-8")
         driven = subprocess.run(
             ["node", str(DRIVER / "drive.mjs"), str(root / "driver.json")],
             cwd=DRIVER,
@@ -232,13 +251,38 @@ def test_vscode_hover_problems_quick_fix_and_example(artifacts):
         (root / "driver.txt").write_text(driven.stdout + driven.stderr, encoding="utf-8")
         assert (root / "result.json").exists(), f"the driver wrote no result: {driven.stderr[-3000:]}"
         result = json.loads((root / "result.json").read_text(encoding="utf-8"))
-        channel_log = _wait_for_log(data, "torchls 示例.log", "True torch.Size") if result["ok"] else ""
+        texts = {name: _wait_for_log(data, name, needle) if result["ok"] else "" for name, needle in logs.items()}
         sizes = {path.stem.removeprefix("vscode-"): path.stat().st_size for path in shots.glob("*.png")}
     finally:
         if server is not None:
             _stop(server)
-        _keep(root, data, artifacts)
+        _keep(root, data, artifacts, prefix)
         shutil.rmtree(root, ignore_errors=True)
+    return result, texts, sizes
+
+
+def test_vscode_hover_problems_quick_fix_and_example(artifacts):
+    lines = SAMPLE.splitlines()
+    broken = next(text for text in lines if "F.softmax" in text)
+    config = {
+        "scenario": "features",
+        "hover": {"needle": HOVER_SYMBOL, "offset": len("nn.Cross"), "expect": "交叉熵"},
+        "problemCode": "TL301",
+        "fixTitle": FIX_TITLE,
+        "brokenText": broken[broken.index("criterion(") :],
+        "fixedNeedle": "loss = criterion(",
+        "command": RUN_COMMAND,
+        "examplePicker": "选择要运行的示例",
+        "outputMarker": "--- 输出 ---",
+    }
+    result, logs, sizes = _drive_vscode(
+        artifacts,
+        "vscode",
+        interpreter=lambda root: sys.executable,
+        config=config,
+        logs={"torchls 示例.log": "True torch.Size"},
+    )
+    channel_log = logs["torchls 示例.log"]
 
     assert result["ok"], {key: result.get(key) for key in ("error", "steps", "console")}
 
@@ -271,3 +315,66 @@ def test_vscode_hover_problems_quick_fix_and_example(artifacts):
 
     for name in ("1-hover", "2-problems", "3-quick-fix-menu", "4-fixed", "5-run-example"):
         assert sizes.get(name, 0) > 10_000, (name, sizes)  # a picture of the workbench, not an empty page
+
+
+def test_vscode_says_what_to_install_when_torchls_is_missing(artifacts):
+    """A new user's first run, on a machine where the interpreter has no torchls (``torchls.interpreter`` points
+    to a new virtual environment): an error notification says which interpreter lacks torchls and the command
+    that installs it, the "torchls" output channel says the same once (no server restarting in a loop), and the
+    workbench stays usable (the command palette, the output panel, typing in the editor, the notification's
+    buttons). Screenshot: ``vscode-first-run.png``."""
+    made: dict[str, str] = {}
+
+    def interpreter(root: Path) -> str:
+        made["python"] = _venv_without_torchls(root)
+        return made["python"]
+
+    config = {
+        "scenario": "missing-torchls",
+        "fileNeedle": "criterion(",
+        "fileLastLine": SAMPLE.splitlines()[-1],
+        "notification": {"needle": MISSING},
+        "showOutputCommand": SHOW_OUTPUT_COMMAND,
+        "channel": "torchls",
+        "typed": TYPED,
+        "settleMs": 5000,
+        "shot": "first-run",
+        "copyButton": "复制安装命令",
+        "copiedNeedle": "已复制",
+    }
+    result, logs, sizes = _drive_vscode(
+        artifacts,
+        "vscode-first-run",
+        interpreter=interpreter,
+        config=config,
+        logs={"torchls.log": MISSING},
+    )
+    assert result["ok"], {key: result.get(key) for key in ("error", "steps", "console")}
+    python = made["python"]
+    install = f"{python} -m pip install ."
+
+    # 1. The error notification names the interpreter, says torchls is not installed in it and how to install it,
+    # and offers its three buttons.
+    message = result["notification"]["message"]
+    assert python in message and MISSING in message and install in message, message
+    assert result["notification"]["buttons"] == ["复制安装命令", "打开设置", "显示输出"], result["notification"]
+
+    # 2. Once: one error notification, one message in the "torchls" output channel (shown from the command palette)
+    # and in its log, one start; no restarts, no "server crashed" from the language client.
+    assert result["errorToasts"] == 1, result["toasts"]
+    assert not any("crash" in toast.lower() for toast in result["toasts"]), result["toasts"]
+    assert result["channel"] == "torchls", result["channel"]
+    assert result["outputJoined"].count(MISSING) == 1, result["output"]
+    assert python in result["outputJoined"], result["output"]
+    server_log = logs["torchls.log"]
+    assert server_log.count(MISSING) == 1, server_log
+    assert install in server_log, server_log
+    assert server_log.count("正在启动 torchls") == 1, server_log
+    assert "启动失败" not in server_log and "crash" not in server_log.lower(), server_log
+
+    # 3. The workbench is usable: the editor took the typed line, and the notification's button copied the command.
+    assert TYPED in result["typedLine"], result["typedLine"]
+    assert install in result["copied"], result["copied"]
+    assert result["clipboard"] == install, result["clipboard"]
+
+    assert sizes.get("first-run", 0) > 10_000, sizes

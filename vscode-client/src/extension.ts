@@ -80,8 +80,10 @@ async function start(): Promise<void> {
   const interpreter = await resolveInterpreter(configuredInterpreter());
   const problem = await checkServer(interpreter);
   if (problem) {
-    serverChannel.error(describeProblem(problem, interpreter));
-    await offerFix(problem.kind === "missing-python" ? "选择解释器" : "复制安装命令", interpreter, problem.message);
+    serverChannel.error(describeProblem(problem));
+    // Not awaited: the notification stays open until the user answers it, and activation (so every torchls
+    // command) and the next restart would wait for it.
+    void offerFix(problem.kind === "missing-python" ? "选择解释器" : "复制安装命令", interpreter, problem.message);
     return;
   }
   serverChannel.info(`使用${interpreter.source}：${interpreter.path}`);
@@ -118,7 +120,7 @@ async function start(): Promise<void> {
     client = created;
   } catch (error) {
     serverChannel.error(`torchls 启动失败：${String(error)}`);
-    await offerFix("显示输出", interpreter, `torchls 启动失败（${interpreter.path}）：${String(error)}`);
+    void offerFix("显示输出", interpreter, `torchls 启动失败（${interpreter.path}）：${String(error)}`);
   }
 }
 

@@ -34,6 +34,7 @@ export function checkServer(interpreter: Interpreter): Promise<Problem | undefin
   });
 }
 
-export function describeProblem(problem: Problem, interpreter: Interpreter): string {
-  return `无法启动 torchls（${interpreter.source}：${interpreter.path}）：${problem.message}`;
+/** The line for the output channel: the message already names the interpreter and where it came from. */
+export function describeProblem(problem: Problem): string {
+  return `无法启动 torchls：${problem.message}`;
 }

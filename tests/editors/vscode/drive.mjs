@@ -1,9 +1,15 @@
-// Drives the real VS Code workbench (code-server) in headless Chromium the way a user does: open the file, hover a
-// symbol with the mouse, read the Problems panel, apply a quick fix from the light-bulb menu, run a command from
-// the command palette and read the output channel. Run by tests/editors/test_vscode.py with one argument, a JSON
-// file: {url, chromium, shots, result, file, hover, problemCode, fixTitle, brokenText, fixedNeedle, command,
-// examplePicker, outputMarker, timeoutMs}. Every step's outcome goes to the result file, which the test reads; a
-// screenshot of each step goes to `shots`.
+// Drives the real VS Code workbench (code-server) in headless Chromium the way a user does. Run by
+// tests/editors/test_vscode.py with one argument, a JSON file: {scenario, url, chromium, shots, result, file,
+// failureShot, timeoutMs} and the scenario's own fields. Two scenarios:
+// - "features" (the default; hover, problemCode, fixTitle, brokenText, fixedNeedle, command, examplePicker,
+//   outputMarker): open the file, hover a symbol with the mouse, read the Problems panel, apply a quick fix from the
+//   light-bulb menu, run a command from the command palette and read the output channel;
+// - "missing-torchls" (fileNeedle, fileLastLine, notification, showOutputCommand, channel, typed, settleMs, shot,
+//   copyButton, copiedNeedle): a first run where the interpreter has no torchls: open the file, read the error
+//   notification, show the extension's output channel from the command palette, type in the editor, wait and count
+//   the messages (a server restarting in a loop would repeat them), then press the notification's button that
+//   copies the install command.
+// Every step's outcome goes to the result file, which the test reads; screenshots go to `shots`.
 import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 
@@ -111,7 +117,25 @@ async function runFromPalette(page, title) {
   await row.click();
 }
 
-async function main(page) {
+/** The text of the Output panel's editor, one string per rendered line. */
+function outputLines(page) {
+  return page.evaluate((selector) => {
+    const lines = [...document.querySelectorAll(`${selector} .monaco-editor .view-line`)];
+    lines.sort((a, b) => parseFloat(a.style.top) - parseFloat(b.style.top));
+    return lines.map((line) => line.textContent.replace(/\u00a0/g, " "));
+  }, PANEL);
+}
+
+/** The name of the channel the Output panel shows. */
+function outputChannel(page) {
+  return page
+    .locator(`${PANEL} select.monaco-select-box`)
+    .first()
+    .evaluate((element) => element.options[element.selectedIndex]?.text);
+}
+
+/** Open the workbench, then the file with Quick Open; done once `needle` shows in the editor. */
+async function openFile(page, needle) {
   await step("open", async () => {
     await page.goto(config.url);
     await page.locator(".monaco-workbench").waitFor({ timeout });
@@ -120,10 +144,12 @@ async function main(page) {
     const row = page.locator(".quick-input-widget .monaco-list-row", { hasText: config.file }).first();
     await row.waitFor({ state: "visible", timeout });
     await row.click();
-    await until("the file in the editor", async () =>
-      (await editorLines(page)).some((line) => line.includes(config.hover.needle)),
-    );
+    await until("the file in the editor", async () => (await editorLines(page)).some((line) => line.includes(needle)));
   });
+}
+
+async function features(page) {
+  await openFile(page, config.hover.needle);
 
   out.hover = await step("hover", async () => {
     // Hover the mouse over the symbol, after Chinese text and an emoji on the same line. The server may still be
@@ -218,12 +244,6 @@ async function main(page) {
     await page.mouse.click(target.x, target.y);
     await page.keyboard.press("Escape");
     await runFromPalette(page, config.command);
-    const outputLines = () =>
-      page.evaluate((selector) => {
-        const lines = [...document.querySelectorAll(`${selector} .monaco-editor .view-line`)];
-        lines.sort((a, b) => parseFloat(a.style.top) - parseFloat(b.style.top));
-        return lines.map((line) => line.textContent.replace(/\u00a0/g, " "));
-      }, PANEL);
     // More than one example: the extension asks which one; take the first, as pressing Enter does.
     const picker = page.locator(`.quick-input-widget:has(input[placeholder="${config.examplePicker}"])`);
     await until("the example output in the output panel", async () => {
@@ -232,7 +252,7 @@ async function main(page) {
         await page.keyboard.press("Enter");
         await picker.waitFor({ state: "hidden" });
       }
-      return (await outputLines()).some((line) => line.includes(config.outputMarker));
+      return (await outputLines(page)).some((line) => line.includes(config.outputMarker));
     });
     // A taller panel (drag its top edge up to just below the code) shows the whole run, from its first line.
     const panel = await page.locator(PANEL).boundingBox();
@@ -246,13 +266,103 @@ async function main(page) {
     await page.mouse.up();
     await page.mouse.move(panel.x + panel.width / 2, code + 4); // off the edge, which stays highlighted under it
     await page.waitForTimeout(500);
-    out.output = (await outputLines()).join("\n");
-    const select = page.locator(`${PANEL} select.monaco-select-box`).first();
-    out.channel = await select.evaluate((element) => element.options[element.selectedIndex]?.text);
+    out.output = (await outputLines(page)).join("\n");
+    out.channel = await outputChannel(page);
     await page.waitForTimeout(500);
     await shot(page, "5-run-example");
   });
 }
+
+async function missingTorchls(page) {
+  await openFile(page, config.fileNeedle);
+  const errors = () =>
+    page.locator(".notifications-toasts .notification-list-item", {
+      has: page.locator(".codicon-error"),
+      hasText: config.notification.needle,
+    });
+
+  out.notification = await step("notification", async () => {
+    const toast = errors().first();
+    await toast.waitFor({ state: "visible", timeout });
+    // A toast shows its whole message when it is the only one; otherwise it can be folded to one line, with a
+    // chevron among its actions (shown while the mouse is over it) that unfolds it, as a user does to read it all.
+    await until(
+      "the whole notification",
+      async () => {
+        await toast.hover();
+        const expand = toast.locator(".codicon-notifications-expand");
+        if (!(await expand.isVisible())) {
+          return true;
+        }
+        await expand.click();
+        return false;
+      },
+      30000,
+      500,
+    );
+    await page.mouse.move(5, 400);
+    return {
+      message: await toast.locator(".notification-list-item-message").innerText(),
+      buttons: await toast.locator(".notification-list-item-buttons-container .monaco-button").allInnerTexts(),
+      source: await toast.locator(".notification-list-item-source").innerText().catch(() => null),
+    };
+  });
+
+  await step("output channel", async () => {
+    // The extension's own command, from the command palette (it answers while the notification is still open).
+    await runFromPalette(page, config.showOutputCommand);
+    await until(
+      "the message in the output panel",
+      async () =>
+        (await outputChannel(page).catch(() => null)) === config.channel &&
+        (await outputLines(page)).join("").includes(config.notification.needle),
+    );
+    out.channel = await outputChannel(page);
+  });
+
+  out.typedLine = await step("edit", async () => {
+    // The editor still takes typing: a new line at the end of the file.
+    const last = config.fileLastLine;
+    const point = await characterPoint(page, last, last.length - 1);
+    await page.mouse.click(point.x, point.y);
+    await page.keyboard.press("End");
+    await page.keyboard.press("Enter");
+    await page.keyboard.type(config.typed);
+    return until("the typed line", async () =>
+      (await editorLines(page)).find((line) => line.includes(config.typed)) ?? null,
+    );
+  });
+
+  await step("settle", async () => {
+    // A crash loop would restart the server and repeat the message within seconds: wait, then count.
+    await page.waitForTimeout(config.settleMs ?? 5000);
+    out.toasts = await page.locator(".notifications-toasts .notification-list-item-message").allInnerTexts();
+    out.errorToasts = await errors().count();
+    out.output = (await outputLines(page)).join("\n");
+    out.outputJoined = (await outputLines(page)).join("");
+    await page.mouse.move(5, 400);
+    await page.waitForTimeout(300);
+    await shot(page, config.shot);
+  });
+
+  out.copied = await step("copy install command", async () => {
+    const button = errors()
+      .first()
+      .locator(".notification-list-item-buttons-container .monaco-button", { hasText: config.copyButton });
+    await button.click();
+    const info = page.locator(".notifications-toasts .notification-list-item", {
+      has: page.locator(".codicon-info"),
+      hasText: config.copiedNeedle,
+    });
+    await info.first().waitFor({ state: "visible", timeout });
+    out.clipboard = await page
+      .evaluate(() => navigator.clipboard.readText())
+      .catch((error) => `(unreadable: ${String(error?.message ?? error)})`);
+    return info.first().locator(".notification-list-item-message").innerText();
+  });
+}
+
+const SCENARIOS = { features, "missing-torchls": missingTorchls };
 
 const browser = await chromium.launch({
   executablePath: config.chromium,
@@ -268,18 +378,24 @@ const browser = await chromium.launch({
   ],
 });
 try {
-  const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: new URL(config.url).origin });
+  const page = await context.newPage();
   page.on("console", (message) => {
     if (["error", "warning"].includes(message.type()) && out.console.length < 200) {
       out.console.push(`${message.type()}: ${message.text().slice(0, 500)}`);
     }
   });
   try {
-    await main(page);
+    const scenario = SCENARIOS[config.scenario ?? "features"];
+    if (!scenario) {
+      throw new Error(`no such scenario: ${config.scenario}`);
+    }
+    await scenario(page);
     out.ok = true;
   } catch (error) {
     out.error = String(error?.message ?? error);
-    await shot(page, "failure").catch(() => {});
+    await shot(page, config.failureShot ?? "failure").catch(() => {});
   }
 } finally {
   writeFileSync(config.result, JSON.stringify(out, null, 2));
