@@ -286,3 +286,45 @@ def test_unpacking_in_a_method():
 def test_unpacking_into_self_attributes_forgets_them():
     found = target(ATTENTION, "self.proj(attn", "proj")
     assert found.qualname is None
+
+
+LAYERS_CALLED = """\
+import torch.nn as nn
+
+
+class 块(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.qkv = nn.Linear(dim, dim * 3)
+        self.norm = nn.LayerNorm(dim)
+        self.blocks = nn.Sequential(nn.Linear(dim, dim))
+
+    def helper(self, x):
+        return x
+
+    def forward(self, x):
+        qkv = self.qkv(x).reshape(2, 3, -1)
+        q, k, v = qkv.unbind(0)
+        y = self.norm(x)
+        z = self.blocks(x)
+        w = self.helper(x)
+        说明 = "层的输出 🧮"; return qkv, q, y, z, w
+"""
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("qkv", TENSOR),  # a Linear the module holds, called: a tensor (then reshape)
+        ("q", TENSOR),
+        ("y", TENSOR),  # LayerNorm
+        ("z", None),  # Sequential: whatever its last layer returns
+        ("w", None),  # the module's own method
+    ],
+)
+def test_calling_a_layer_the_module_holds(name, expected):
+    line = LAYERS_CALLED.splitlines()[-1]
+    column = line.index(f" {name}", line.index("return")) + 1
+    index = ModuleIndex(parse_tolerant(LAYERS_CALLED), SourceText(LAYERS_CALLED))
+    row = len(LAYERS_CALLED.splitlines()) - 1
+    assert index.value_at(name, Position(row, column + len(name))) == expected

@@ -695,6 +695,12 @@ class ModuleIndex:
             if receiver is not None and receiver.user_class is None:
                 result = facts.method_result(receiver.qualname, call.func.attr)
                 return Value(result) if result else None
+            if receiver is not None and receiver.user_class is not None:
+                # ``self.qkv(x)``: a layer the user's module holds (bound in ``__init__``), called.
+                layer = self.infer(call.func, where, line, depth + 1)
+                if layer is not None and layer.user_class is None:
+                    result = facts.instance_call_result(layer.qualname)
+                    return Value(result) if result else None
             return None
         instance = self.infer(call.func, where, line, depth + 1)
         if instance is not None and instance.user_class is None:
