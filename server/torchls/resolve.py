@@ -10,6 +10,7 @@ tensor completions and initialises CUDA.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import logging
 import os
@@ -120,6 +121,20 @@ def find_environment(interpreter: str | None) -> Any:
         return jedi.create_environment(path, safe=False)
     except jedi.InvalidPythonEnvironment as error:
         raise EnvironmentProblem(f"无法使用 Python 解释器 {interpreter}：{error}") from error
+
+
+def _doc_from_json(saved: dict | None) -> SymbolDoc | None:
+    """A SymbolDoc as :meth:`Resolver.save_members` wrote it (None: jedi did not know the name)."""
+    if saved is None:
+        return None
+    return SymbolDoc(
+        name=saved["name"],
+        kind=saved["kind"],
+        signatures=tuple(saved["signatures"]),
+        param_names=tuple(saved["param_names"]),
+        param_docs=dict(saved["param_docs"]),
+        docstring=saved["docstring"],
+    )
 
 
 def _symbol_doc(name: Any) -> SymbolDoc:
@@ -343,7 +358,10 @@ class Resolver:
         steps: list[tuple[str, Callable[[], object]]] = [members[0]]  # what an earlier session saved, first
         steps.extend((f"jedi 正在读取 {label}", partial(self._infer_end, code)) for code, label in _WARM_UP_SNIPPETS)
         steps.extend(members[1:])  # the indexed namespaces' members, then saved
-        steps.extend((f"读取签名：{name}", partial(self.describe, name)) for name in names)
+        described = [(f"读取签名：{name}", partial(self.describe, name)) for name in names]
+        steps.extend(described)
+        if described:
+            steps.append(("保存签名缓存", self.save_members))  # the next start skips what was read here
         return steps
 
     def member_plan(self) -> list[tuple[str, Callable[[], object]]]:
@@ -453,6 +471,11 @@ class Resolver:
             self._members.setdefault(name, tuple(members))
         for name, kind in saved.get("kinds", {}).items():
             self._kinds.setdefault(name, kind)
+        for name, doc in saved.get("docs", {}).items():
+            try:
+                self._docs.setdefault(name, _doc_from_json(doc))
+            except (TypeError, KeyError):
+                continue  # a doc saved by another version of torchls: read again when asked
 
     def save_members(self) -> None:
         import json
@@ -461,7 +484,8 @@ class Resolver:
 
         if self._members_file is None:
             return
-        payload = {"key": self._environment_key(), "members": self._members, "kinds": self._kinds}
+        docs = {name: dataclasses.asdict(doc) if doc is not None else None for name, doc in self._docs.items()}
+        payload = {"key": self._environment_key(), "members": self._members, "kinds": self._kinds, "docs": docs}
         try:
             self._members_file.parent.mkdir(parents=True, exist_ok=True)
             with tempfile.NamedTemporaryFile(
