@@ -328,3 +328,70 @@ def test_calling_a_layer_the_module_holds(name, expected):
     index = ModuleIndex(parse_tolerant(LAYERS_CALLED), SourceText(LAYERS_CALLED))
     row = len(LAYERS_CALLED.splitlines()) - 1
     assert index.value_at(name, Position(row, column + len(name))) == expected
+
+
+USER_LAYERS = """\
+import torch
+import torch.nn as nn
+from torch import Tensor
+
+
+class 投影(nn.Module):
+    def forward(self, x) -> torch.Tensor:
+        return x
+
+
+class 没有标注(nn.Module):
+    def forward(self, x):
+        return x
+
+
+class 子类(投影):
+    pass
+
+
+class 自己的调用(nn.Module):
+    def __call__(self, x):
+        return 1
+
+    def forward(self, x) -> Tensor:
+        return x
+
+
+class 不是模块:
+    def forward(self, x) -> Tensor:
+        return x
+
+
+class 模型(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.p = 投影()
+        self.q = 没有标注()
+        self.s = 子类()
+        self.w = 自己的调用()
+        self.n = 不是模块()
+
+    def forward(self, x):
+        a = self.p(x); b = self.q(x); c = self.s(x); d = self.w(x); e = self.n(x); f = 投影()(x)
+        说明 = "自定义层 🧩"; return a, b, c, d, e, f
+"""
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("a", TENSOR),  # forward annotated -> torch.Tensor
+        ("b", None),  # no annotation
+        ("c", TENSOR),  # inherited from a local base
+        ("d", None),  # its own __call__ decides
+        ("e", None),  # not an nn.Module: calling it does not run forward
+        ("f", TENSOR),
+    ],
+)
+def test_calling_a_module_of_the_file_uses_its_forward_annotation(name, expected):
+    lines = USER_LAYERS.splitlines()
+    row = len(lines) - 1
+    column = lines[row].index(f" {name}", lines[row].index("return")) + 1
+    index = ModuleIndex(parse_tolerant(USER_LAYERS), SourceText(USER_LAYERS))
+    assert index.value_at(name, Position(row, column + len(name))) == expected

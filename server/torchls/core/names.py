@@ -698,14 +698,39 @@ class ModuleIndex:
             if receiver is not None and receiver.user_class is not None:
                 # ``self.qkv(x)``: a layer the user's module holds (bound in ``__init__``), called.
                 layer = self.infer(call.func, where, line, depth + 1)
-                if layer is not None and layer.user_class is None:
-                    result = facts.instance_call_result(layer.qualname)
-                    return Value(result) if result else None
+                return self._instance_call(layer) if layer is not None else None
             return None
         instance = self.infer(call.func, where, line, depth + 1)
-        if instance is not None and instance.user_class is None:
+        return self._instance_call(instance) if instance is not None else None
+
+    def _instance_call(self, instance: Value) -> Value | None:
+        """What calling ``instance`` returns: a tensor for torch layers that always return one, and for a module of
+        this file whose ``forward`` is annotated to return ``torch.Tensor``."""
+        if instance.user_class is None:
             result = facts.instance_call_result(instance.qualname)
             return Value(result) if result else None
+        return self._forward_result(instance.user_class)
+
+    def _forward_result(self, class_name: str) -> Value | None:
+        """The return annotation of the ``forward`` a module class of this file runs when called (its own or a
+        local base's); only ``torch.Tensor`` counts, and not when the class defines ``__call__`` itself."""
+        base = self._torch_base(class_name)
+        if base is None or not (base == "torch.nn.Module" or facts.is_module_class(base)):
+            return None
+        seen: set[str] = set()
+        while class_name in self.classes and class_name not in seen:
+            seen.add(class_name)
+            info = self.classes[class_name]
+            for node in info.node.body:
+                if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == "__call__":
+                    return None
+                if isinstance(node, ast.FunctionDef) and node.name == "forward":
+                    annotated = self.qualify_annotation(node.returns) if node.returns is not None else None
+                    return Value(facts.TENSOR) if annotated == facts.TENSOR else None
+            local = [b.id for b in info.node.bases if isinstance(b, ast.Name) and b.id in self.classes]
+            if not local:
+                return None
+            class_name = local[0]
         return None
 
     def _torch_base(self, class_name: str) -> str | None:
