@@ -81,18 +81,16 @@ def usage_table_coverage(path: Path, kb: KnowledgeBase) -> Coverage:
                 counts[row["api"]] += int(row["count"])
             except (TypeError, ValueError):
                 raise ValueError(f"{path} 第 {reader.line_num} 行：count 不是整数：{row['count']!r}") from None
-    # The table already names public APIs: every row counts, as the table's own totals do.
-    covered = frozenset(name for name in counts if kb.lookup(name) is not None)
-    return Coverage(counts, covered)
+    return _coverage(counts, kb, fold=False)  # the table names public APIs already; every row counts
 
 
-def _coverage(raw: Counter[str], kb: KnowledgeBase, unreadable: tuple[str, ...] = ()) -> Coverage:
-    """Fold the counted names onto public names (``torch.nn.modules.linear.Linear`` -> ``torch.nn.Linear``) and
-    drop namespaces (``torch.nn`` used as a value is not an API to document)."""
+def _coverage(raw: Counter[str], kb: KnowledgeBase, unreadable: tuple[str, ...] = (), fold: bool = True) -> Coverage:
+    """With ``fold``, first fold the counted names onto public names (``torch.nn.modules.linear.Linear`` ->
+    ``torch.nn.Linear``) and drop namespaces (``torch.nn`` used as a value is not an API to document)."""
     counts: Counter[str] = Counter()
     for name, count in raw.items():
-        public = kb.public_name(name)
-        if public not in canonical.PUBLIC_NAMESPACES:
+        public = kb.public_name(name) if fold else name
+        if not fold or public not in canonical.PUBLIC_NAMESPACES:
             counts[public] += count
     covered = frozenset(name for name in counts if kb.lookup(name) is not None)
     return Coverage(counts, covered, unreadable)

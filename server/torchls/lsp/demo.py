@@ -64,13 +64,18 @@ async def _hover(client: LanguageClient, uri: str, line: int, character: int) ->
     return result, (time.perf_counter() - began) * 1000
 
 
+def _say(out, text: str) -> None:
+    """One line of the demo's report (``out`` is the terminal of ``torchls demo``, never the server's stdout)."""
+    out.write(f"{text}\n")
+
+
 def _print_hover(text: str, symbol: str, line: int, elapsed: float, result, max_lines: int, out) -> int:
     """Print one hover; returns 1 when it came back empty."""
-    print(f"\n── 第 {line + 1} 行 `{symbol}`（{elapsed:.0f} ms）：{text.splitlines()[line].strip()}", file=out)
+    _say(out, f"\n── 第 {line + 1} 行 `{symbol}`（{elapsed:.0f} ms）：{text.splitlines()[line].strip()}")
     if result is None:
-        print("    （没有悬停结果）", file=out)
+        _say(out, "    （没有悬停结果）")
         return 1
-    print(_excerpt(result.contents.value, max_lines), file=out)
+    _say(out, _excerpt(result.contents.value, max_lines))
     return 0
 
 
@@ -101,7 +106,7 @@ async def run_demo(path: Path = SAMPLE, max_lines: int = 8, out=sys.stdout) -> i
         )
     )
     startup_ms = (time.perf_counter() - started) * 1000
-    print(f"torchls 已启动（initialize 用时 {startup_ms:.0f} ms），示例文件：{path}", file=out)
+    _say(out, f"torchls 已启动（initialize 用时 {startup_ms:.0f} ms），示例文件：{path}")
     client.initialized(types.InitializedParams())
     uri = path.as_uri()
     client.text_document_did_open(
@@ -120,14 +125,14 @@ async def run_demo(path: Path = SAMPLE, max_lines: int = 8, out=sys.stdout) -> i
     if deferred:
         began = time.perf_counter()
         await asyncio.wait_for(warm.wait(), timeout=300)
-        print(f"\n（jedi 预热完成，又等了 {time.perf_counter() - began:.1f} s；以下悬停需要 jedi）", file=out)
+        _say(out, f"\n（jedi 预热完成，又等了 {time.perf_counter() - began:.1f} s；以下悬停需要 jedi）")
         for symbol, line, character in deferred:
             result, elapsed = await _hover(client, uri, line, character)
             empty += _print_hover(text, symbol, line, elapsed, result, max_lines, out)
     await client.shutdown_async(None)
     client.exit(None)
     await client.stop()
-    print(f"\n共 {len(HOVERS)} 次悬停，{len(HOVERS) - empty} 次返回了中文卡片或英文原文。", file=out)
+    _say(out, f"\n共 {len(HOVERS)} 次悬停，{len(HOVERS) - empty} 次返回了中文卡片或英文原文。")
     return empty
 
 
