@@ -27,6 +27,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from torchls import parso_guard
 from torchls.docinfo import SymbolDoc, parse_param_docs
 
 if TYPE_CHECKING:
@@ -294,6 +295,7 @@ class Resolver:
         if self._environment is None:
             import jedi
 
+            parso_guard.install()  # before jedi parses anything: a broken cache folder must not empty its answers
             try:
                 self._environment = find_environment(self.interpreter)
             except EnvironmentProblem as problem:
@@ -378,6 +380,21 @@ class Resolver:
             self.submit(step).result()
         self.warm.set()
 
+    def torch_problem(self) -> str | None:
+        """After the warm-up: a Chinese message when jedi cannot read torch in the environment, else None.
+
+        Without it completion quietly shrinks to the knowledge base's names, and the user never learns why."""
+        executable = getattr(self.environment(), "executable", "?")
+        if self.torch_version() is None:
+            return (
+                f"在 Python 环境 {executable} 里找不到 torch：补全只能列出知识库里的名字，"
+                "悬停卡片也没有已安装版本的签名。"
+                "请在这个环境里安装 torch，或在设置 torchls.interpreter 里选择装有 torch 的解释器。"
+            )
+        if not self._members.get(self._member_key("torch", False)):
+            return f"jedi 没能读取 {executable} 里的 torch（原因见 torchls 的输出日志）：补全只能列出知识库里的名字。"
+        return None
+
     def _infer_end(self, code: str) -> None:
         lines = code.splitlines()
         try:
@@ -406,7 +423,6 @@ class Resolver:
         import_line = _import_line(qualname)
         code = f"{import_line}\n_value: {qualname}\n_value." if instance else f"{import_line}\n{qualname}."
         lines = code.splitlines()
-        names: tuple[str, ...] = ()
         try:
             completions = self._script(code, None).complete(len(lines), len(lines[-1]))
             names = tuple(c.name for c in completions if not c.name.startswith("__"))
@@ -415,7 +431,8 @@ class Resolver:
                 if kind:
                     self._kinds[f"{key}|{completion.name}"] = kind
         except Exception as error:
-            log.info("jedi could not list members of %s: %s", qualname, error)
+            log.warning("jedi could not list members of %s: %s", qualname, error)
+            return ()  # not remembered: the next request asks jedi again
         self._members[key] = names
         return names
 
@@ -468,7 +485,8 @@ class Resolver:
         if saved.get("key") != key:
             return
         for name, members in saved.get("members", {}).items():
-            self._members.setdefault(name, tuple(members))
+            if members:
+                self._members.setdefault(name, tuple(members))
         for name, kind in saved.get("kinds", {}).items():
             self._kinds.setdefault(name, kind)
         for name, doc in saved.get("docs", {}).items():
@@ -484,8 +502,15 @@ class Resolver:
 
         if self._members_file is None:
             return
+        if not self._members.get(self._member_key("torch", False)):
+            # jedi listed nothing in torch: it cannot see torch (or failed), and what it described is empty too.
+            log.info("not saving the completion cache: jedi listed no members of torch")
+            return
         docs = {name: dataclasses.asdict(doc) if doc is not None else None for name, doc in self._docs.items()}
-        payload = {"key": self._environment_key(), "members": self._members, "kinds": self._kinds, "docs": docs}
+        # An empty listing is what jedi gives when it cannot see torch at all; kept on disk it would empty
+        # completion in every later session, so only real listings are saved.
+        members = {key: names for key, names in self._members.items() if names}
+        payload = {"key": self._environment_key(), "members": members, "kinds": self._kinds, "docs": docs}
         try:
             self._members_file.parent.mkdir(parents=True, exist_ok=True)
             with tempfile.NamedTemporaryFile(

@@ -59,6 +59,8 @@ async def client(lsp_client: LanguageClient, tmp_path_factory):
     lsp_client.root = root
     lsp_client.documents = 0
     await wait_until_warm(lsp_client)
+    # Every test below needs jedi to read torch; if it cannot, say why once rather than fail each test vaguely.
+    assert not [m.message for m in lsp_client.messages if "torch" in m.message], lsp_client.messages
     yield
     await lsp_client.shutdown_session()
 

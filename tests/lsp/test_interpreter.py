@@ -47,3 +47,9 @@ async def test_environment_without_torch_keeps_chinese_cards(client: LanguageCli
     assert "in_features: int" not in result.contents.value
     assert await hover(client, uri, utf16_position(SOURCE, "nn.ChannelShuffle", "ChannelShuffle")) is None
     assert not [m for m in client.messages if m.type == types.MessageType.Error]
+
+
+async def test_the_user_is_told_that_the_environment_has_no_torch(client: LanguageClient):
+    warnings = [m.message for m in client.messages if m.type == types.MessageType.Warning]
+    venv_python = str(client.root / "venv-without-torch" / "bin" / "python")
+    assert any("找不到 torch" in m and venv_python in m and "torchls.interpreter" in m for m in warnings), warnings

@@ -94,8 +94,16 @@ async def warm_up(ls: TorchLanguageServer) -> None:
     # them all stalls the server for half a second at random moments. Freeze them out of future collections.
     gc.collect()
     gc.freeze()
-    if resolver.problem and resolver is session.resolver:
-        ls.show(resolver.problem)
+    if resolver is session.resolver:
+        if resolver.problem:
+            ls.show(resolver.problem)
+        try:
+            torch_problem = await asyncio.wrap_future(resolver.submit(resolver.torch_problem, background=True))
+        except Exception as error:  # the executor closed: the interpreter changed meanwhile
+            log.info("could not check torch in the environment: %s", error)
+            torch_problem = None
+        if torch_problem:
+            ls.show(torch_problem)
     if token:
         ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message="torchls 已就绪"))
 
