@@ -497,8 +497,8 @@ class Resolver:
 
     def save_members(self) -> None:
         import json
-        import os
-        import tempfile
+
+        from torchls.kb.cache import write_atomically
 
         if self._members_file is None:
             return
@@ -511,15 +511,8 @@ class Resolver:
         # completion in every later session, so only real listings are saved.
         members = {key: names for key, names in self._members.items() if names}
         payload = {"key": self._environment_key(), "members": members, "kinds": self._kinds, "docs": docs}
-        try:
-            self._members_file.parent.mkdir(parents=True, exist_ok=True)
-            with tempfile.NamedTemporaryFile(
-                "w", dir=self._members_file.parent, delete=False, suffix=".tmp", encoding="utf-8"
-            ) as stream:
-                json.dump(payload, stream, ensure_ascii=False)
-            os.replace(stream.name, self._members_file)
-        except OSError as error:
-            log.info("could not save the completion cache: %s", error)
+        data = json.dumps(payload, ensure_ascii=False).encode("utf-8")
+        write_atomically(self._members_file, data, "completion cache")
 
     def complete_at(self, text: str, path: str | None, line: int, column: int) -> list[tuple[str, str, str]]:
         """jedi's completions at a place in a document, as (name, kind, full name).

@@ -8,6 +8,7 @@ cache rewritten. A cache that cannot be read or written is ignored: it only ever
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import os
@@ -130,11 +131,23 @@ def load_folder_cached(root: Path) -> tuple[LazyEntries, list[KbError]]:
 
 
 def _write(path: Path, payload: dict) -> None:
+    write_atomically(path, pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL), "knowledge cache")
+
+
+def write_atomically(path: Path, data: bytes, what: str) -> bool:
+    """Write a cache file whole or not at all: a concurrent reader never sees half a file, and a full disk
+    leaves no partial temporary file behind. A failure is logged, never raised: caches are optional."""
+    temporary: str | None = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        # Write then rename, so a concurrent reader never sees half a file.
         with tempfile.NamedTemporaryFile("wb", dir=path.parent, delete=False, suffix=".tmp") as stream:
-            pickle.dump(payload, stream, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(stream.name, path)
+            temporary = stream.name
+            stream.write(data)
+        os.replace(temporary, path)
+        return True
     except OSError as error:
-        log.info("could not write knowledge cache %s: %s", path, error)
+        log.info("could not write the %s %s: %s", what, path, error)
+        if temporary is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+        return False
