@@ -395,3 +395,199 @@ def test_calling_a_module_of_the_file_uses_its_forward_annotation(name, expected
     column = lines[row].index(f" {name}", lines[row].index("return")) + 1
     index = ModuleIndex(parse_tolerant(USER_LAYERS), SourceText(USER_LAYERS))
     assert index.value_at(name, Position(row, column + len(name))) == expected
+
+
+INFERRED_FORWARDS = """\
+import torch
+import torch.nn as nn
+
+
+class 归一化线性(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.linear = nn.Linear(n, n)
+        self.bn = nn.BatchNorm1d(n)
+
+    def forward(self, x):
+        x = self.linear(x)
+        return self.bn(x.flatten(0, 1)).reshape_as(x)
+
+
+class 分支都返回张量(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(2, 2)
+
+    def forward(self, x):
+        if x is None:
+            raise ValueError("空输入")
+        elif self.training:
+            return self.fc(x) * 2
+        else:
+            return torch.relu(self.fc(x))
+
+
+class 可能落空(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(2, 2)
+
+    def forward(self, x):
+        if self.training:
+            return self.fc(x)
+
+
+class 返回元组(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(2, 2)
+
+    def forward(self, x):
+        return self.fc(x), x
+
+
+class 返回参数(nn.Module):
+    def forward(self, x):
+        return x
+
+
+class 生成器(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(2, 2)
+
+    def forward(self, x):
+        yield self.fc(x)
+        return self.fc(x)
+
+
+class 递归(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.inner = 递归()
+
+    def forward(self, x):
+        return self.inner(x)
+
+
+class 模型(nn.Module):
+    def __init__(self, n, 有头):
+        super().__init__()
+        self.a = 归一化线性(n)
+        self.b = 分支都返回张量()
+        self.c = 可能落空()
+        self.d = 返回元组()
+        self.e = 返回参数()
+        self.f = 生成器()
+        self.g = 递归()
+        self.head = nn.Linear(n, 2) if 有头 else nn.Identity()
+        self.maybe = nn.Linear(n, 2) if 有头 else None
+
+    def forward(self, x):
+        a = self.a(x); b = self.b(x); c = self.c(x); d = self.d(x); e = self.e(x); f = self.f(x); g = self.g(x)
+        h = self.head(x); m = self.maybe(x)
+        说明 = "推断前向 🔁"; return a, b, c, d, e, f, g, h, m
+"""
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("a", TENSOR),  # every return is a torch layer's output, reshaped
+        ("b", TENSOR),  # every branch returns a tensor or raises
+        ("c", None),  # may fall off the end: None
+        ("d", None),  # a tuple
+        ("e", None),  # returns its argument, which the file does not know
+        ("f", None),  # a generator
+        ("g", None),  # only itself to go by
+        ("h", TENSOR),  # a Linear or an Identity: a tensor either way
+        ("m", None),  # a Linear or None
+    ],
+)
+def test_calling_a_module_of_the_file_infers_an_unannotated_forward(name, expected):
+    lines = INFERRED_FORWARDS.splitlines()
+    row = len(lines) - 1
+    column = lines[row].index(f" {name}", lines[row].index("return")) + 1
+    index = ModuleIndex(parse_tolerant(INFERRED_FORWARDS), SourceText(INFERRED_FORWARDS))
+    assert index.value_at(name, Position(row, column + len(name))) == expected
+
+
+LAYER_TENSORS = """\
+import torch
+import torch.nn as nn
+
+
+class 融合(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, bias=False)
+        self.bn = nn.BatchNorm2d(8)
+        self.act = nn.ReLU()
+
+    def fuse(self):
+        conv, bn = self.conv, self.bn
+        scale = bn.weight / (bn.running_var + bn.eps) ** 0.5
+        w = conv.weight * scale[:, None, None, None]
+        p = conv.weight; r = bn.running_mean; a = self.act.weight; e = bn.eps
+        说明 = "融合 BN 🔧"; return w, p, r, a, e
+"""
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("w", TENSOR),  # arithmetic on Parameters gives a plain tensor
+        ("p", Value("torch.nn.Parameter")),
+        ("r", TENSOR),  # a buffer
+        ("a", None),  # ReLU has no weight
+        ("e", None),  # a float
+    ],
+)
+def test_parameters_and_buffers_of_torch_layers(name, expected):
+    lines = LAYER_TENSORS.splitlines()
+    row = len(lines) - 1
+    column = lines[row].index(f" {name}", lines[row].index("return")) + 1
+    index = ModuleIndex(parse_tolerant(LAYER_TENSORS), SourceText(LAYER_TENSORS))
+    assert index.value_at(name, Position(row, column + len(name))) == expected
+
+
+def test_hovering_a_layer_weight_still_names_the_layer_attribute():
+    found = target(LAYER_TENSORS, "p = conv.weight", "weight")
+    assert (found.kind, found.qualname) == ("reference", "torch.nn.Conv2d.weight")
+
+
+CLOSURES = """\
+import torch
+
+
+def 外层(x: torch.Tensor, n):
+    y = x * 2
+
+    def 内层(scale):
+        说明 = "闭包 🪆"; return x.view(-1), y.sum(), n.bit_length(), z.abs()
+
+    def 遮蔽():
+        x.view(-1)
+        x = 3
+        return x
+
+    z = x
+    return 内层
+"""
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("x", TENSOR),  # the enclosing function's annotated parameter
+        ("y", TENSOR),  # bound before the inner function
+        ("n", None),
+        ("z", None),  # bound only after the inner function is defined: not proven
+    ],
+)
+def test_a_closure_sees_the_enclosing_functions_names(name, expected):
+    assert value_of(CLOSURES, "闭包", name) == expected
+
+
+def test_a_name_the_inner_function_binds_itself_hides_the_enclosing_one():
+    assert value_of(CLOSURES, "        x.view", "x") is None

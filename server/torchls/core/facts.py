@@ -80,6 +80,35 @@ TENSOR_RETURNING_MODULES = frozenset(
     """.split()
 )
 
+# Parameters and buffers that torch layers register (``bn.weight``, ``conv.bias``, ``bn.running_var``): each
+# holds a tensor, or None when the layer was built without it (``bias=False``, ``affine=False``), which for
+# hover and completion is still that tensor wherever its members are used. Checked against the installed torch
+# by tests/unit/test_facts_against_torch.py.
+_WEIGHT_AND_BIAS = ("weight", "bias")
+_RUNNING_STATS = (*_WEIGHT_AND_BIAS, "running_mean", "running_var", "num_batches_tracked")
+_CELL_WEIGHTS = ("weight_ih", "weight_hh", "bias_ih", "bias_hh")
+MODULE_TENSOR_ATTRIBUTES: dict[str, tuple[str, ...]] = {
+    **{
+        f"torch.nn.{name}": _WEIGHT_AND_BIAS
+        for name in """
+        Linear Bilinear Conv1d Conv2d Conv3d ConvTranspose1d ConvTranspose2d ConvTranspose3d LayerNorm GroupNorm
+        """.split()
+    },
+    **{
+        f"torch.nn.{name}": _RUNNING_STATS
+        for name in """
+        BatchNorm1d BatchNorm2d BatchNorm3d SyncBatchNorm InstanceNorm1d InstanceNorm2d InstanceNorm3d
+        """.split()
+    },
+    "torch.nn.RMSNorm": ("weight",),
+    "torch.nn.Embedding": ("weight",),
+    "torch.nn.EmbeddingBag": ("weight",),
+    "torch.nn.PReLU": ("weight",),
+    "torch.nn.RNNCell": _CELL_WEIGHTS,
+    "torch.nn.LSTMCell": _CELL_WEIGHTS,
+    "torch.nn.GRUCell": _CELL_WEIGHTS,
+}
+
 # Tensor methods that convert the dtype and return a new tensor.
 DTYPE_METHODS = {
     "float": "torch.float32",
@@ -151,6 +180,14 @@ def attribute_result(receiver_class: str, attribute: str) -> str | None:
     if ATTRIBUTE_BASES.get(receiver_class, receiver_class) == TENSOR and attribute in TENSOR_ATTRIBUTES:
         return TENSOR
     return None
+
+
+def module_attribute_result(layer_class: str, attribute: str) -> str | None:
+    """``torch.nn.Parameter`` or ``torch.Tensor`` for a parameter or buffer a torch layer registers (see
+    :data:`MODULE_TENSOR_ATTRIBUTES`; it may also be None, which only hover and completion may overlook)."""
+    if attribute not in MODULE_TENSOR_ATTRIBUTES.get(layer_class, ()):
+        return None
+    return TENSOR if attribute.startswith(("running_", "num_batches")) else "torch.nn.Parameter"
 
 
 def call_yields_tensors(callee: str) -> bool:

@@ -98,6 +98,8 @@ class ModuleIndex:
         self._bindings: dict[ast.AST, dict[str, list[_Binding]]] = defaultdict(lambda: defaultdict(list))
         self._identifiers: dict[int, list[_Identifier]] = defaultdict(list)
         self._scopes: list[tuple[int, int, ast.AST, ast.ClassDef | None]] = []  # functions: lines, node, class
+        self._enclosing: dict[ast.AST, ast.AST] = {}  # a function or lambda -> the scope it is defined in
+        self._forward_results: dict[str, Value] = {}  # classes whose forward is proven to return a tensor
         self._statement_lines: list[int] | None = None  # built on first use
         self._collect(self.tree, scope=self.tree, klass=None, method_of=None)
         self._drop_shadowed_imports()
@@ -130,6 +132,7 @@ class ModuleIndex:
                 self._visit(stmt, scope, node, node)
             return
         elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            self._enclosing[node] = scope
             if not isinstance(node, ast.Lambda):
                 self._bind(scope, node.name, node.lineno, None)
                 self._scopes.append((node.lineno - 1, self._extended_end(node), node, method_of))
@@ -461,6 +464,8 @@ class ModuleIndex:
                     attribute_value is not None
                     and attribute_value.user_class is None
                     and node.attr not in (facts.TENSOR_ATTRIBUTES)
+                    # ``fc.weight`` is still named as the layer's attribute, not described as a Parameter
+                    and facts.module_attribute_result(receiver.qualname, node.attr) is None
                 ):
                     return Target("instance", span, attribute_value.qualname)
                 if receiver.user_class and self._user_defines(receiver.user_class, node.attr):
@@ -578,7 +583,9 @@ class ModuleIndex:
                 return self._infer_self_attribute(where.klass, expr.attr, where, depth)
             receiver = self.infer(expr.value, where, line, depth + 1)
             if receiver is not None and receiver.user_class is None:
-                result = facts.attribute_result(receiver.qualname, expr.attr)
+                result = facts.attribute_result(receiver.qualname, expr.attr) or facts.module_attribute_result(
+                    receiver.qualname, expr.attr
+                )
                 return Value(result) if result else None
             return None
         if isinstance(expr, ast.Call):
@@ -586,17 +593,16 @@ class ModuleIndex:
         if isinstance(expr, ast.IfExp):  # ``nn.Linear(...) if n else nn.Identity()``: both branches must agree
             return _common([self.infer(b, where, line, depth + 1) for b in (expr.body, expr.orelse)])
         if isinstance(expr, ast.BinOp):
+            # Arithmetic on a tensor or a Parameter gives a plain tensor (``bn.weight / bn.running_var``).
             for side in (expr.left, expr.right):
-                value = self.infer(side, where, line, depth + 1)
-                if value is not None and value.qualname == facts.TENSOR:
-                    return value
+                if _is_tensor(self.infer(side, where, line, depth + 1)):
+                    return Value(facts.TENSOR)
             return None
         if isinstance(expr, ast.Subscript) and _is_int_literal(expr.slice):  # ``torch.max(x, 1)[0]``
             return Value(facts.TENSOR) if self._yields_tensors(expr.value, where, line, depth + 1) else None
         if isinstance(expr, ast.UnaryOp | ast.Subscript):
             operand = expr.operand if isinstance(expr, ast.UnaryOp) else expr.value
-            value = self.infer(operand, where, line, depth + 1)
-            return value if value is not None and value.qualname == facts.TENSOR else None
+            return Value(facts.TENSOR) if _is_tensor(self.infer(operand, where, line, depth + 1)) else None
         return None
 
     def _infer_part(self, iterated: ast.expr, path: _Path, where: _Identifier, line: int, depth: int) -> Value | None:
@@ -697,41 +703,85 @@ class ModuleIndex:
                 return Value(result) if result else None
             if receiver is not None and receiver.user_class is not None:
                 # ``self.qkv(x)``: a layer the user's module holds (bound in ``__init__``), called.
-                layer = self.infer(call.func, where, line, depth + 1)
-                return self._instance_call(layer) if layer is not None else None
+                return self._layer_call(call.func, where, line, depth + 1)
             return None
         instance = self.infer(call.func, where, line, depth + 1)
-        return self._instance_call(instance) if instance is not None else None
+        return self._instance_call(instance, depth) if instance is not None else None
 
-    def _instance_call(self, instance: Value) -> Value | None:
+    def _layer_call(self, func: ast.Attribute, where: _Identifier, line: int, depth: int) -> Value | None:
+        """What calling a layer the module holds returns, when every layer it may hold returns the same:
+        ``self.head = nn.Linear(...) if n else nn.Identity()`` gives a tensor either way."""
+        if isinstance(func.value, ast.Name) and func.value.id == "self" and where.klass is not None:
+            info = self.classes.get(where.klass.name)
+            bound = info.self_bindings.get(func.attr) if info is not None else None
+            if bound and all(isinstance(b, ast.expr) for b in bound):
+                layers = [
+                    self.infer(branch, where, b.lineno - 1, depth + 1)  # type: ignore[union-attr]
+                    for b in bound
+                    for branch in _branches(b)  # type: ignore[arg-type]
+                ]
+                return _common([self._instance_call(v, depth) if v is not None else None for v in layers])
+        layer = self.infer(func, where, line, depth)
+        return self._instance_call(layer, depth) if layer is not None else None
+
+    def _instance_call(self, instance: Value, depth: int = 0) -> Value | None:
         """What calling ``instance`` returns: a tensor for torch layers that always return one, and for a module of
-        this file whose ``forward`` is annotated to return ``torch.Tensor``."""
+        this file whose ``forward`` returns a tensor (annotated so, or every ``return`` proven one)."""
         if instance.user_class is None:
             result = facts.instance_call_result(instance.qualname)
             return Value(result) if result else None
-        return self._forward_result(instance.user_class)
+        return self._forward_result(instance.user_class, depth)
 
-    def _forward_result(self, class_name: str) -> Value | None:
-        """The return annotation of the ``forward`` a module class of this file runs when called (its own or a
-        local base's); only ``torch.Tensor`` counts, and not when the class defines ``__call__`` itself."""
+    def _forward_result(self, class_name: str, depth: int = 0) -> Value | None:
+        """What the ``forward`` a module class of this file runs when called (its own or a local base's)
+        returns: a tensor when annotated ``-> torch.Tensor``, or, without an annotation, when every ``return`` in
+        it returns a value the file proves is a tensor. Nothing when the class defines ``__call__`` itself."""
+        if class_name in self._forward_results:
+            return self._forward_results[class_name]
         base = self._torch_base(class_name)
         if base is None or not (base == "torch.nn.Module" or facts.is_module_class(base)):
             return None
         seen: set[str] = set()
-        while class_name in self.classes and class_name not in seen:
-            seen.add(class_name)
-            info = self.classes[class_name]
+        owner = class_name
+        while owner in self.classes and owner not in seen:
+            seen.add(owner)
+            info = self.classes[owner]
             for node in info.node.body:
                 if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == "__call__":
                     return None
                 if isinstance(node, ast.FunctionDef) and node.name == "forward":
-                    annotated = self.qualify_annotation(node.returns) if node.returns is not None else None
-                    return Value(facts.TENSOR) if annotated == facts.TENSOR else None
+                    if node.returns is not None:
+                        annotated = self.qualify_annotation(node.returns)
+                        result = Value(facts.TENSOR) if annotated == facts.TENSOR else None
+                    else:
+                        result = self._returned_tensor(node, info.node, depth + 1)
+                    if result is not None:  # a failure may come from the depth limit: not remembered
+                        self._forward_results[class_name] = result
+                    return result
             local = [b.id for b in info.node.bases if isinstance(b, ast.Name) and b.id in self.classes]
             if not local:
                 return None
-            class_name = local[0]
+            owner = local[0]
         return None
+
+    def _returned_tensor(self, function: ast.FunctionDef, klass: ast.ClassDef, depth: int) -> Value | None:
+        """A tensor when the function returns on every path through a ``return`` of a proven tensor: at least
+        one ``return``, each with a value, no ``yield``, and no way to fall off the end."""
+        if depth > 12 or not function.body or not _always_returns(function.body):
+            return None
+        returns = []
+        for node in _own_nodes(function):
+            if isinstance(node, ast.Yield | ast.YieldFrom):
+                return None
+            if isinstance(node, ast.Return):
+                if node.value is None:
+                    return None
+                returns.append(node.value)
+        for value in returns:
+            where = _Identifier(0, 0, value, function, klass)
+            if not _is_tensor(self.infer(value, where, value.lineno - 1, depth + 1)):
+                return None
+        return Value(facts.TENSOR) if returns else None
 
     def _torch_base(self, class_name: str) -> str | None:
         """The first torch class among the bases of a class defined in this file, following local bases."""
@@ -770,10 +820,17 @@ class ModuleIndex:
             return None
         return self.infer(binding.value, where, binding.line, depth + 1)
 
+    def _scope_chain(self, scope: ast.AST) -> Iterator[ast.AST]:
+        """``scope``, the functions it is nested in (a closure sees their names), then the module."""
+        while scope is not self.tree:
+            yield scope
+            scope = self._enclosing.get(scope, self.tree)
+        yield self.tree
+
     def _latest_binding(self, name: str, where: _Identifier, line: int) -> _Binding | None:
         """The binding of ``name`` that code at ``line`` sees: the latest one before it in the innermost scope
         that binds the name."""
-        for scope in (where.scope, self.tree):
+        for scope in self._scope_chain(where.scope):
             bindings = self._bindings.get(scope, {}).get(name)
             if not bindings:
                 continue
@@ -808,6 +865,34 @@ def _is_tensor(value: Value | None) -> bool:
         and value.user_class is None
         and facts.ATTRIBUTE_BASES.get(value.qualname, value.qualname) == facts.TENSOR
     )
+
+
+def _branches(expr: ast.expr) -> list[ast.expr]:
+    """The values an expression may have: both sides of each ``a if c else b``."""
+    if isinstance(expr, ast.IfExp):
+        return [*_branches(expr.body), *_branches(expr.orelse)]
+    return [expr]
+
+
+def _own_nodes(function: ast.FunctionDef) -> Iterator[ast.AST]:
+    """The nodes of a function's body, not those of functions, lambdas or classes defined inside it."""
+    pending: list[ast.AST] = list(function.body)
+    while pending:
+        node = pending.pop()
+        yield node
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef):
+            pending.extend(ast.iter_child_nodes(node))
+
+
+def _always_returns(body: list[ast.stmt]) -> bool:
+    """True when running ``body`` always ends in ``return`` or ``raise`` (never falls off its end): its last
+    statement does, or is an ``if`` whose branches both do. Loops, ``try`` and ``with`` are not followed."""
+    last = body[-1]
+    if isinstance(last, ast.Return | ast.Raise):
+        return True
+    if isinstance(last, ast.If):
+        return bool(last.orelse) and _always_returns(last.body) and _always_returns(last.orelse)
+    return False
 
 
 def _is_int_literal(index: ast.expr) -> bool:
