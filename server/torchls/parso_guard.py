@@ -7,7 +7,7 @@ quietly infers nothing: every ``torch.`` completion comes back empty and hover l
 
 :func:`install` wraps parso's three disk functions so those failures become cache misses: the module is
 parsed again and kept in memory, which is only slower. It is idempotent and runs on the jedi thread before the
-first jedi call (:meth:`torchls.resolve.Resolver.environment`).
+first jedi call (:meth:`torchls.jedi_host.JediHost.environment`, in the jedi process).
 """
 
 from __future__ import annotations

@@ -91,7 +91,9 @@ async def warm_up(ls: TorchLanguageServer) -> None:
             )
     resolver.warm.set()
     # jedi now holds millions of long-lived objects (torch's parsed stubs); a full garbage collection walking
-    # them all stalls the server for half a second at random moments. Freeze them out of future collections.
+    # them all would stall its requests for half a second at random moments. Freeze them out of collections,
+    # and the server's own long-lived objects (the knowledge base) too.
+    resolver.submit(resolver.freeze, background=True)
     gc.collect()
     gc.freeze()
     if resolver is session.resolver:

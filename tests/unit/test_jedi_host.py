@@ -1,0 +1,52 @@
+"""The jedi process: started on the first request, started again after it dies, ended with the resolver."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from torchls.jedi_host import HostError, HostProcess
+from torchls.resolve import Resolver
+
+
+@pytest.fixture
+def resolver():
+    resolver = Resolver()
+    yield resolver
+    resolver.close()
+
+
+def test_a_dead_jedi_process_is_started_again_on_the_next_request(resolver):
+    assert "Linear" in resolver.submit(resolver.members, "torch.nn", False).result(120)
+    first = resolver._host._process
+    first.kill()
+    first.wait(10)
+    # The member lists already read stay with the resolver; new work goes to a new process.
+    assert "Linear" in resolver.cached_members("torch.nn", False)
+    doc = resolver.submit(resolver.describe, "torch.nn.Conv2d").result(120)
+    assert doc is not None and "in_channels" in doc.param_names
+    assert resolver._host._process is not first and resolver._host._process.poll() is None
+
+
+def test_a_request_the_process_cannot_answer_is_an_error_not_a_hang():
+    host = HostProcess(None)
+    try:
+        with pytest.raises(HostError, match="unknown method"):
+            host.call("no_such_method")
+        assert host.call("infer_end", "import torch\ntorch") is None  # the process goes on answering
+    finally:
+        host.close()
+
+
+def test_closing_the_resolver_ends_the_jedi_process():
+    resolver = Resolver()
+    resolver.submit(resolver.preparse, "import torch\n", None).result(120)
+    process = resolver._host._process
+    resolver.close()
+    deadline = time.monotonic() + 10
+    while process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert process.poll() is not None
+    with pytest.raises(HostError):
+        resolver._host.call("preparse", "x = 1\n", None)
