@@ -591,3 +591,83 @@ def test_a_closure_sees_the_enclosing_functions_names(name, expected):
 
 def test_a_name_the_inner_function_binds_itself_hides_the_enclosing_one():
     assert value_of(CLOSURES, "        x.view", "x") is None
+
+
+BRANCHES = """\
+import torch
+
+
+def 分支(x: torch.Tensor, 形状):
+    if x.ndim == 4:
+        x = 形状.patchify(x)
+    elif x.ndim == 5:
+        说明 = "另一个分支 🌿"; y = x.flatten(2)
+    else:
+        z = x
+    if 形状:
+        x = 形状.to_list()
+    说明 = "分支之后 🍂"; w = x
+"""
+
+
+def test_a_binding_in_one_branch_does_not_reach_the_other_branch():
+    assert value_of(BRANCHES, "另一个分支", "x") == TENSOR  # the parameter, not the patchify of the if branch
+    assert value_of(BRANCHES, "z = x", "x") == TENSOR
+
+
+def test_a_binding_in_a_branch_still_reaches_the_code_after_the_if():
+    assert value_of(BRANCHES, "分支之后", "x") is None  # maybe the list from the last if
+
+
+CALLED_HELPERS = """\
+import torch
+
+
+def 显示(img, 标题=None):
+    说明 = "参数 🖼️"; return img.permute(1, 2, 0), 标题
+
+
+def 混合(a, b):
+    说明 = "混合 🥣"; return a, b
+
+
+def 传来传去(t):
+    说明 = "传递 📨"; return t
+
+
+def 默认值(t=None):
+    说明 = "默认 🫥"; return t
+
+
+class 画家:
+    def 画(self, canvas):
+        说明 = "方法 🎨"; return canvas
+
+
+x = torch.randn(3, 8, 8)
+显示(x, "第一张")
+显示(img=x * 2)
+混合(x, [1, 2])
+混合(x.float(), x)
+handlers = [传来传去]
+传来传去(x)
+默认值()
+默认值(x)
+画家().画(x)
+"""
+
+
+@pytest.mark.parametrize(
+    ("line", "name", "expected"),
+    [
+        ("参数", "img", TENSOR),  # every call passes a tensor, by position or by keyword
+        ("参数", "标题", None),  # a string, and once not passed at all
+        ("混合 🥣", "a", TENSOR),
+        ("混合 🥣", "b", None),  # one call passes a list
+        ("传递", "t", None),  # the function is also stored in a list: other callers are unknown
+        ("默认", "t", None),  # one call leaves the default
+        ("方法", "canvas", None),  # methods are called through objects: not guessed here
+    ],
+)
+def test_an_unannotated_parameter_is_what_every_call_in_the_file_passes(line, name, expected):
+    assert value_of(CALLED_HELPERS, line, name) == expected

@@ -74,6 +74,7 @@ class _Binding:
     iterated: ast.expr | None = None
     path: _Path = ()
     last_line: int | None = None  # a ``for`` target holds an element only up to the end of the loop's body
+    parameter_of: ast.FunctionDef | ast.AsyncFunctionDef | None = None  # a plain parameter of this function
 
 
 @dataclass(slots=True)
@@ -100,6 +101,10 @@ class ModuleIndex:
         self._scopes: list[tuple[int, int, ast.AST, ast.ClassDef | None]] = []  # functions: lines, node, class
         self._enclosing: dict[ast.AST, ast.AST] = {}  # a function or lambda -> the scope it is defined in
         self._forward_results: dict[str, Value] = {}  # classes whose forward is proven to return a tensor
+        self._branch_marks: dict[int, dict[int, int]] | None = None  # line -> {if statement: branch}; see below
+        self._if_else: list[ast.If] = []  # every ``if`` with an ``else`` (or ``elif``), for _branch_marks
+        self._name_uses: dict[str, list[ast.Name]] = defaultdict(list)  # every load of each plain name
+        self._calls: dict[str, list[ast.Call]] = defaultdict(list)  # every call of each plain name
         self._statement_lines: list[int] | None = None  # built on first use
         self._collect(self.tree, scope=self.tree, klass=None, method_of=None)
         self._drop_shadowed_imports()
@@ -146,7 +151,11 @@ class ModuleIndex:
             for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]:
                 if arg is None:
                     continue
-                self._bindings[node][arg.arg].append(_Binding(node.lineno - 1, None, arg.annotation))
+                plain = arg is not args.vararg and arg is not args.kwarg and not isinstance(node, ast.Lambda)
+                function = node if plain and method_of is None else None  # methods are called through objects
+                self._bindings[node][arg.arg].append(
+                    _Binding(node.lineno - 1, None, arg.annotation, parameter_of=function)  # type: ignore[arg-type]
+                )
                 if arg.annotation is not None:
                     self._visit(arg.annotation, node, klass, method_of)
             body = node.body if isinstance(node.body, list) else [node.body]
@@ -174,8 +183,12 @@ class ModuleIndex:
             self._bind(scope, node.target.id, node.lineno, node.value)
         elif isinstance(node, ast.Name | ast.Attribute):
             self._record_identifier(node, scope, klass)
+        elif isinstance(node, ast.If) and node.orelse:
+            self._if_else.append(node)
         elif isinstance(node, ast.Call):
             self._record_registration(node, klass)
+            if isinstance(node.func, ast.Name):
+                self._calls[node.func.id].append(node)
             for keyword in node.keywords:
                 if keyword.arg is not None:
                     start = self.source.position_from_ast(keyword.lineno, keyword.col_offset)
@@ -274,6 +287,8 @@ class ModuleIndex:
 
     def _record_identifier(self, node: ast.Name | ast.Attribute, scope: ast.AST, klass: ast.ClassDef | None) -> None:
         if isinstance(node, ast.Name):
+            if isinstance(node.ctx, ast.Load):
+                self._name_uses[node.id].append(node)
             start = self.source.position_from_ast(node.lineno, node.col_offset)
             self._identifiers[start.line].append(
                 _Identifier(start.column, start.column + len(node.id), node, scope, klass)
@@ -812,6 +827,8 @@ class ModuleIndex:
             annotated = self.qualify_annotation(binding.annotation)
             if annotated and annotated.startswith("torch."):
                 return Value(annotated)
+        if binding.parameter_of is not None and binding.annotation is None:
+            return self._argument_passed(binding.parameter_of, name, depth + 1)
         if binding.iterated is not None:
             if binding.last_line is not None and not binding.line < line <= binding.last_line:
                 return None  # after the loop: the last element, or the earlier value when there was none
@@ -819,6 +836,41 @@ class ModuleIndex:
         if binding.value is None:
             return None
         return self.infer(binding.value, where, binding.line, depth + 1)
+
+    def _argument_passed(
+        self, function: ast.FunctionDef | ast.AsyncFunctionDef, parameter: str, depth: int
+    ) -> Value | None:
+        """What an unannotated parameter of a function of this file holds, from its calls, as jedi guesses it: a
+        tensor when the file calls the function by name at least once, every call passes a proven tensor for the
+        parameter, and the name is used nowhere but in those calls (so no caller elsewhere in the file is hidden)."""
+        if depth > 12:
+            return None
+        uses = self._name_uses.get(function.name, [])
+        if not uses or function.name in self.imports or len(self._bindings_of(function.name)) != 1:
+            return None
+        calls = {id(call.func): call for call in self._calls.get(function.name, [])}
+        if any(id(use) not in calls for use in uses):
+            return None  # passed around, decorated, stored: its other callers are unknown
+        names = [a.arg for a in (*function.args.posonlyargs, *function.args.args)]
+        values = []
+        for call in calls.values():
+            argument = _argument_for(call, parameter, names)
+            if argument is None:
+                return None
+            where = self._where(argument.lineno - 1)
+            values.append(self.infer(argument, where, argument.lineno - 1, depth + 1))
+        return Value(facts.TENSOR) if all(_is_tensor(v) for v in values) else None
+
+    def _bindings_of(self, name: str) -> list[_Binding]:
+        return [b for names in self._bindings.values() for b in names.get(name, ())]
+
+    def _where(self, line: int) -> _Identifier:
+        """An identifier standing for code at ``line``: its innermost function and the class of its method."""
+        scope, klass = self.tree, None
+        for start, end, node, method_of in self._scopes:
+            if start < line <= end and (scope is self.tree or start >= scope.lineno - 1):  # type: ignore
+                scope, klass = node, method_of
+        return _Identifier(0, 0, self.tree, scope, klass)
 
     def _scope_chain(self, scope: ast.AST) -> Iterator[ast.AST]:
         """``scope``, the functions it is nested in (a closure sees their names), then the module."""
@@ -834,13 +886,33 @@ class ModuleIndex:
             bindings = self._bindings.get(scope, {}).get(name)
             if not bindings:
                 continue
-            earlier = [b for b in bindings if b.line < line]
+            earlier = [b for b in bindings if b.line < line and not self._exclusive(b.line, line)]
             if scope is self.tree and not earlier:
                 earlier = bindings  # module names used inside functions may be bound later in the file
             if not earlier:
                 return None
             return max(earlier, key=lambda b: b.line)
         return None
+
+    def _exclusive(self, first: int, second: int) -> bool:
+        """True when the two lines lie in different branches of one ``if``/``else`` (``elif`` included): a
+        binding in one branch never reaches a use in the other."""
+        if self._branch_marks is None:
+            self._branch_marks = self._mark_branches()
+        marks, others = self._branch_marks.get(first), self._branch_marks.get(second)
+        if not marks or not others:
+            return False
+        return any(others.get(statement, branch) != branch for statement, branch in marks.items())
+
+    def _mark_branches(self) -> dict[int, dict[int, int]]:
+        """For each line inside an ``if`` that has an ``else``: which branch of it (0 body, 1 else) it is in."""
+        marks: dict[int, dict[int, int]] = defaultdict(dict)
+        for node in self._if_else:
+            for branch, body in enumerate((node.body, node.orelse)):
+                first, last = body[0].lineno - 1, (body[-1].end_lineno or body[-1].lineno) - 1
+                for line in range(first, last + 1):
+                    marks[line][id(node)] = branch
+        return marks
 
     def _infer_self_attribute(self, klass: ast.ClassDef, attr: str, where: _Identifier, depth: int) -> Value | None:
         info = self.classes.get(klass.name)
@@ -893,6 +965,19 @@ def _always_returns(body: list[ast.stmt]) -> bool:
     if isinstance(last, ast.If):
         return bool(last.orelse) and _always_returns(last.body) and _always_returns(last.orelse)
     return False
+
+
+def _argument_for(call: ast.Call, parameter: str, positional: list[str]) -> ast.expr | None:
+    """The expression a call passes for ``parameter``; None when it passes none or it cannot be told
+    (``*args``, ``**kwargs``)."""
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+        return None
+    for keyword in call.keywords:
+        if keyword.arg == parameter:
+            return keyword.value
+    if parameter in positional and positional.index(parameter) < len(call.args):
+        return call.args[positional.index(parameter)]
+    return None
 
 
 def _is_int_literal(index: ast.expr) -> bool:
