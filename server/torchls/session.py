@@ -16,7 +16,7 @@ from torchls.core.findings import Severity
 if TYPE_CHECKING:
     from torchls.core.checker import Checker, CheckResult
 from torchls.core.names import ModuleIndex
-from torchls.core.parsing import parse_tolerant
+from torchls.core.parsing import ParsedSource, parse_tolerant
 from torchls.core.text import SourceText
 from torchls.kb.base import KnowledgeBase
 from torchls.kb.files import file_manifest
@@ -33,7 +33,11 @@ class _IndexedDocument:
     version: int | None
     text: str
     index: ModuleIndex
-    blanked_lines: frozenset[int]
+    parsed: ParsedSource  # the tree the index was built from; the checker reuses it rather than parse again
+
+    @property
+    def blanked_lines(self) -> frozenset[int]:
+        return self.parsed.blanked_lines
 
 
 class Session:
@@ -122,15 +126,16 @@ class Session:
 
     # ------------------------------------------------------------------------------------ diagnostics
 
-    def check(self, text: str) -> CheckResult:
-        """The findings for a document's text under the current settings (empty when diagnostics are off)."""
+    def check(self, text: str, parsed: ParsedSource | None = None) -> CheckResult:
+        """The findings for a document's text under the current settings (empty when diagnostics are off);
+        ``parsed``: the text's tree when it is at hand already (it is only read)."""
         from torchls.core.checker import Checker, CheckResult
 
         if not self.settings.diagnostics.enable:
             return CheckResult([])
         if self._checker is None:
             self._checker = Checker(self.settings.diagnostics.select, self.settings.diagnostics.ignore)
-        return self._checker.check(text)
+        return self._checker.check(text, parsed)
 
     def severity_name(self, code: str, severity: Severity) -> str:
         """``error``/``warning``/``information``/``hint`` for a finding, after the user's overrides."""
@@ -147,7 +152,7 @@ class Session:
         if cached is not None and cached.version == version and cached.text == text:
             return cached
         parsed = parse_tolerant(text)
-        document = _IndexedDocument(version, text, ModuleIndex(parsed, SourceText(text)), parsed.blanked_lines)
+        document = _IndexedDocument(version, text, ModuleIndex(parsed, SourceText(text)), parsed)
         self._documents[uri] = document
         return document
 

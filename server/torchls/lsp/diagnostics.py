@@ -93,8 +93,12 @@ async def _check_and_publish(ls: TorchLanguageServer, uri: str, delay: float) ->
         return
     document = ls.workspace.get_text_document(uri)
     version, text = document.version, document.source
+    loop = asyncio.get_running_loop()
     try:
-        result = await asyncio.get_running_loop().run_in_executor(_executor, ls.session.check, text)
+        # The index first: hover and completion in this version need it at once, diagnostics can come a little
+        # later; the checker then reads the same tree instead of parsing the text again.
+        indexed = await loop.run_in_executor(_executor, ls.session.index, uri, text, version)
+        result = await loop.run_in_executor(_executor, ls.session.check, text, indexed.parsed)
     except Exception:  # a checker bug must never take the server down; the document just gets no findings
         log.exception("checking %s failed", uri)
         return
@@ -106,11 +110,6 @@ async def _check_and_publish(ls: TorchLanguageServer, uri: str, delay: float) ->
     ls.text_document_publish_diagnostics(
         types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics, version=version)
     )
-    # While the user reads or pauses, index this version too, so that hover and completion find it ready.
-    try:
-        await asyncio.get_running_loop().run_in_executor(_executor, ls.session.index, uri, text, version)
-    except Exception:
-        log.exception("indexing %s failed", uri)
 
 
 def clear(ls: TorchLanguageServer, uri: str) -> None:
