@@ -7,6 +7,7 @@ returns the Chinese messages the user should see (bad values, broken knowledge f
 from __future__ import annotations
 
 import logging
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -14,7 +15,8 @@ from typing import TYPE_CHECKING
 from torchls.core.findings import Severity
 
 if TYPE_CHECKING:
-    from torchls.core.checker import Checker, CheckResult
+    from torchls.core.checker import CheckResult
+from torchls.check_worker import CheckWorker
 from torchls.core.names import ModuleIndex
 from torchls.core.parsing import ParsedSource, parse_tolerant
 from torchls.core.text import SourceText
@@ -33,7 +35,7 @@ class _IndexedDocument:
     version: int | None
     text: str
     index: ModuleIndex
-    parsed: ParsedSource  # the tree the index was built from; the checker reuses it rather than parse again
+    parsed: ParsedSource  # the tree the index was built from
 
     @property
     def blanked_lines(self) -> frozenset[int]:
@@ -48,7 +50,7 @@ class Session:
         self._loaded_manifests: dict[Path, tuple] = {}  # the team folders' files when the knowledge was loaded
         self.knowledge_messages: list[str] = []  # problems found by the last load, not yet shown
         self.resolver = Resolver()
-        self._checker: Checker | None = None  # built on the first check: importing the rules costs ~0.1 s
+        self._check_worker = CheckWorker()  # its process starts with the first check
         self._documents: dict[str, _IndexedDocument] = {}
         self.completion_lists: dict[tuple, list] = {}  # built completion lists; they depend on the knowledge base
         self.prefetched: set[str] = set()  # documents whose torch classes' members were asked of jedi
@@ -81,8 +83,6 @@ class Session:
                 messages.extend(self.reload_knowledge())
             else:
                 self._kb = None
-        if force or settings.diagnostics != previous.diagnostics:
-            self._checker = None
         if force or settings.interpreter != previous.interpreter:
             interpreter = settings.interpreter
             problem = check_interpreter(interpreter)
@@ -126,16 +126,17 @@ class Session:
 
     # ------------------------------------------------------------------------------------ diagnostics
 
-    def check(self, text: str, parsed: ParsedSource | None = None) -> CheckResult:
-        """The findings for a document's text under the current settings (empty when diagnostics are off);
-        ``parsed``: the text's tree when it is at hand already (it is only read)."""
-        from torchls.core.checker import Checker, CheckResult
-
+    def check_in_background(self, text: str) -> Future[CheckResult]:
+        """The findings for a document's text under the current settings, computed in the checking process
+        (empty when diagnostics are off)."""
         if not self.settings.diagnostics.enable:
-            return CheckResult([])
-        if self._checker is None:
-            self._checker = Checker(self.settings.diagnostics.select, self.settings.diagnostics.ignore)
-        return self._checker.check(text, parsed)
+            from torchls.core.checker import CheckResult
+
+            done: Future[CheckResult] = Future()
+            done.set_result(CheckResult([]))
+            return done
+        diagnostics = self.settings.diagnostics
+        return self._check_worker.submit(text, diagnostics.select, diagnostics.ignore)
 
     def severity_name(self, code: str, severity: Severity) -> str:
         """``error``/``warning``/``information``/``hint`` for a finding, after the user's overrides."""
@@ -166,3 +167,4 @@ class Session:
 
     def close(self) -> None:
         self.resolver.close()
+        self._check_worker.close()

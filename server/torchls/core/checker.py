@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from torchls.core.findings import Finding
 from torchls.core.interpreter import Interpreter
 from torchls.core.noqa import suppressed_codes
-from torchls.core.parsing import ParsedSource, parse_tolerant
+from torchls.core.parsing import parse_tolerant
 from torchls.core.rules import ALL_RULES
 from torchls.core.rules.base import Context, Rule
 from torchls.core.statements import child_statements
@@ -46,11 +46,11 @@ class Checker:
     def __init__(self, select: Sequence[str] = (), ignore: Sequence[str] = ()) -> None:
         self.rule_classes = select_rules(select, ignore)
 
-    def check(self, text: str, parsed: ParsedSource | None = None) -> CheckResult:
-        """The findings in ``text``; ``parsed``: its tree when the caller has it already (only read here)."""
+    def check(self, text: str) -> CheckResult:
         if "torch" not in text:  # every rule is about torch: files that never mention it cost nothing
-            return CheckResult([], _syntax_error(text))
-        parsed = parsed or parse_tolerant(text)
+            parsed_error = _syntax_error(text)
+            return CheckResult([], parsed_error)
+        parsed = parse_tolerant(text)
         source = SourceText(text)
         ctx = Context(source, _imports(parsed.tree))
         rules = [

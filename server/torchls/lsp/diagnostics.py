@@ -1,7 +1,8 @@
 """Publishing diagnostics: on open and save at once, on change after a short debounce, cleared on close.
 
-The checker runs on its own thread so the event loop keeps answering hovers; a newer edit cancels the pending
-check of the same document, and a result for an outdated version is dropped instead of published. Each
+The checker runs in its own process (:mod:`torchls.check_worker`) and the document's index is built on a thread,
+so the event loop keeps answering hovers and completions; a newer edit cancels the pending check of the same
+document, and a result for an outdated version is dropped instead of published. Each
 diagnostic carries its quick fix in ``data`` (already in the client's position encoding), so
 ``textDocument/codeAction`` never runs the checker again.
 """
@@ -27,7 +28,7 @@ _SEVERITIES = {
     "information": types.DiagnosticSeverity.Information,
     "hint": types.DiagnosticSeverity.Hint,
 }
-_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="torchls-check")
+_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="torchls-index")
 
 
 def to_range(source: SourceText, span: Span, encoding: str) -> types.Range:
@@ -95,10 +96,10 @@ async def _check_and_publish(ls: TorchLanguageServer, uri: str, delay: float) ->
     version, text = document.version, document.source
     loop = asyncio.get_running_loop()
     try:
-        # The index first: hover and completion in this version need it at once, diagnostics can come a little
-        # later; the checker then reads the same tree instead of parsing the text again.
-        indexed = await loop.run_in_executor(_executor, ls.session.index, uri, text, version)
-        result = await loop.run_in_executor(_executor, ls.session.check, text, indexed.parsed)
+        # The check runs in its own process while this one indexes the version for hover and completion.
+        checking = ls.session.check_in_background(text)
+        await loop.run_in_executor(_executor, ls.session.index, uri, text, version)
+        result = await asyncio.wrap_future(checking)
     except Exception:  # a checker bug must never take the server down; the document just gets no findings
         log.exception("checking %s failed", uri)
         return

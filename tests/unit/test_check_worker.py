@@ -1,0 +1,47 @@
+"""The checking process: the same findings as the checker in the server would give, and it survives its death."""
+
+from __future__ import annotations
+
+import pytest
+
+from torchls.check_worker import CheckWorker
+from torchls.core.checker import check_source
+
+SOFTMAX_BEFORE_CROSS_ENTROPY = """\
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+criterion = nn.CrossEntropyLoss()
+logits = torch.randn(8, 5)
+说明 = "中文 😵"; loss = criterion(F.softmax(logits, dim=1), torch.randint(0, 5, (8,)))
+"""
+
+
+@pytest.fixture
+def worker():
+    worker = CheckWorker()
+    yield worker
+    worker.close()
+
+
+def test_findings_from_the_process_match_the_checker(worker):
+    result = worker.submit(SOFTMAX_BEFORE_CROSS_ENTROPY, (), ()).result(120)
+    assert result.findings == check_source(SOFTMAX_BEFORE_CROSS_ENTROPY).findings
+    assert [f.code for f in result.findings] == ["TL301"]
+    assert worker.submit(SOFTMAX_BEFORE_CROSS_ENTROPY, (), ("TL301",)).result(60).findings == []
+
+
+def test_a_dead_checking_process_is_started_again(worker):
+    worker.submit("import torch\n", (), ()).result(120)
+    [process] = worker._pool._processes.values()
+    process.kill()
+    process.join(10)
+    # The pool notices the death on its own thread; whichever submit sees it starts a new process.
+    for _ in range(50):
+        try:
+            result = worker.submit(SOFTMAX_BEFORE_CROSS_ENTROPY, (), ()).result(120)
+            break
+        except Exception:  # BrokenProcessPool for a check submitted just before the pool noticed
+            continue
+    assert [f.code for f in result.findings] == ["TL301"]
