@@ -671,3 +671,15 @@ handlers = [传来传去]
 )
 def test_an_unannotated_parameter_is_what_every_call_in_the_file_passes(line, name, expected):
     assert value_of(CALLED_HELPERS, line, name) == expected
+
+
+def test_torch_uses_are_what_completion_prefetches():
+    text = (
+        "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\nimport numpy as np\n"
+        "说明 = '预取 📦'; layer = nn.Linear(2, 3)\ny = F.relu(torch.jit.script(layer)(np.ones(2)))\n"
+    )
+    index = ModuleIndex(parse_tolerant(text), SourceText(text))
+    calls, classes, modules = index.torch_uses()
+    assert calls == {"torch.nn.Linear", "torch.nn.functional.relu", "torch.jit.script"}
+    assert classes == {"torch.nn.Linear"}
+    assert modules == {"torch", "torch.nn", "torch.nn.functional", "torch.jit"}

@@ -3,7 +3,6 @@ jedi can tell, each with the knowledge base's Chinese summary where it has one."
 
 from __future__ import annotations
 
-import ast
 import asyncio
 import contextlib
 import re
@@ -131,19 +130,9 @@ def prefetch_members(session: Session, index) -> None:
     instantiates and each module it reaches into, and the signature of each callable it calls, so that
     ``optimizer.``, ``torch.jit.`` and the signature help of ``torch.linspace(`` answer from the cache."""
     resolver = session.resolver
-    wanted: set[tuple[str, bool]] = set()
-    called: set[str] = set()
-    for node in ast.walk(index.tree):
-        if isinstance(node, ast.Call):
-            qualname = index.qualify(node.func)
-            if qualname and is_torch_name(qualname):
-                called.add(session.kb.public_name(qualname))
-                if qualname.rsplit(".", 1)[-1][:1].isupper():
-                    wanted.add((qualname, True))
-        elif isinstance(node, ast.Attribute):
-            qualname = index.qualify(node.value)
-            if qualname and is_torch_name(qualname) and qualname.rsplit(".", 1)[-1][:1].islower():
-                wanted.add((qualname, False))
+    calls, classes, modules = index.torch_uses()  # usually computed already, on the indexing thread
+    called = {session.kb.public_name(qualname) for qualname in calls}
+    wanted = {(qualname, True) for qualname in classes} | {(qualname, False) for qualname in modules}
     for qualname, instance in sorted(wanted):
         if resolver.cached_members(qualname, instance) is None:
             resolver.submit(resolver.members, qualname, instance, background=True)

@@ -105,6 +105,7 @@ class ModuleIndex:
         self._if_else: list[ast.If] = []  # every ``if`` with an ``else`` (or ``elif``), for _branch_marks
         self._name_uses: dict[str, list[ast.Name]] = defaultdict(list)  # every load of each plain name
         self._calls: dict[str, list[ast.Call]] = defaultdict(list)  # every call of each plain name
+        self._torch_uses: tuple[frozenset[str], frozenset[str], frozenset[str]] | None = None
         self._statement_lines: list[int] | None = None  # built on first use
         self._collect(self.tree, scope=self.tree, klass=None, method_of=None)
         self._drop_shadowed_imports()
@@ -491,6 +492,26 @@ class ModuleIndex:
         if value is not None and value.user_class is None:
             return Target("instance", span, value.qualname)
         return Target("reference", span, None)
+
+    def torch_uses(self) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
+        """The torch names the file calls, the torch classes it instantiates (capitalised callees) and the torch
+        modules it reaches into (``torch.jit.`` in ``torch.jit.script``): what completion prefetches from jedi.
+        Computed once per index (a walk of the whole tree: tens of milliseconds on a long file)."""
+        if self._torch_uses is None:
+            called: set[str] = set()
+            modules: set[str] = set()
+            for node in ast.walk(self.tree):
+                if isinstance(node, ast.Call):
+                    qualname = self.qualify(node.func)
+                    if _is_torch_name(qualname):
+                        called.add(qualname)  # type: ignore[arg-type]
+                elif isinstance(node, ast.Attribute):
+                    qualname = self.qualify(node.value)
+                    if _is_torch_name(qualname) and qualname.rsplit(".", 1)[-1][:1].islower():  # type: ignore[union-attr]
+                        modules.add(qualname)  # type: ignore[arg-type]
+            classes = {name for name in called if name.rsplit(".", 1)[-1][:1].isupper()}
+            self._torch_uses = frozenset(called), frozenset(classes), frozenset(modules)
+        return self._torch_uses
 
     def torch_references(self) -> Iterator[tuple[Position, str]]:
         """Every use of a torch API the fast path can name, once per use: ``F.relu(x)`` gives
@@ -937,6 +958,10 @@ def _is_tensor(value: Value | None) -> bool:
         and value.user_class is None
         and facts.ATTRIBUTE_BASES.get(value.qualname, value.qualname) == facts.TENSOR
     )
+
+
+def _is_torch_name(qualname: str | None) -> bool:
+    return bool(qualname) and (qualname == "torch" or qualname.startswith("torch."))  # type: ignore[union-attr]
 
 
 def _branches(expr: ast.expr) -> list[ast.expr]:

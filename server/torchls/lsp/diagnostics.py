@@ -98,7 +98,7 @@ async def _check_and_publish(ls: TorchLanguageServer, uri: str, delay: float) ->
     try:
         # The check runs in its own process while this one indexes the version for hover and completion.
         checking = ls.session.check_in_background(text)
-        await loop.run_in_executor(_executor, ls.session.index, uri, text, version)
+        await loop.run_in_executor(_executor, _index, ls, uri, text, version)
         result = await asyncio.wrap_future(checking)
     except Exception:  # a checker bug must never take the server down; the document just gets no findings
         log.exception("checking %s failed", uri)
@@ -111,6 +111,12 @@ async def _check_and_publish(ls: TorchLanguageServer, uri: str, delay: float) ->
     ls.text_document_publish_diagnostics(
         types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics, version=version)
     )
+
+
+def _index(ls: TorchLanguageServer, uri: str, text: str, version: int | None) -> None:
+    """While the user reads or pauses: the version's index, and the torch names completion will prefetch."""
+    assert ls.session is not None
+    ls.session.index(uri, text, version).index.torch_uses()
 
 
 def clear(ls: TorchLanguageServer, uri: str) -> None:
