@@ -17,6 +17,15 @@ def target(text: str, line_contains: str, symbol: str):
     return index.target_at(Position(line, column + 1))
 
 
+def value_returned_last(name: str, text: str):
+    """What the fast path proves ``name`` holds in the ``return`` on the last line of ``text``."""
+    lines = text.splitlines()
+    row = len(lines) - 1
+    column = lines[row].index(f" {name}", lines[row].index("return")) + 1
+    index = ModuleIndex(parse_tolerant(text), SourceText(text))
+    return index.value_at(name, Position(row, column + len(name)))
+
+
 def value_of(text: str, line_contains: str, name: str):
     """What the fast path proves ``name`` holds where it is written on the line containing ``line_contains``."""
     index = ModuleIndex(parse_tolerant(text), SourceText(text))
@@ -390,11 +399,7 @@ class 模型(nn.Module):
     ],
 )
 def test_calling_a_module_of_the_file_uses_its_forward_annotation(name, expected):
-    lines = USER_LAYERS.splitlines()
-    row = len(lines) - 1
-    column = lines[row].index(f" {name}", lines[row].index("return")) + 1
-    index = ModuleIndex(parse_tolerant(USER_LAYERS), SourceText(USER_LAYERS))
-    assert index.value_at(name, Position(row, column + len(name))) == expected
+    assert value_returned_last(name, USER_LAYERS) == expected
 
 
 INFERRED_FORWARDS = """\
@@ -505,11 +510,7 @@ class 模型(nn.Module):
     ],
 )
 def test_calling_a_module_of_the_file_infers_an_unannotated_forward(name, expected):
-    lines = INFERRED_FORWARDS.splitlines()
-    row = len(lines) - 1
-    column = lines[row].index(f" {name}", lines[row].index("return")) + 1
-    index = ModuleIndex(parse_tolerant(INFERRED_FORWARDS), SourceText(INFERRED_FORWARDS))
-    assert index.value_at(name, Position(row, column + len(name))) == expected
+    assert value_returned_last(name, INFERRED_FORWARDS) == expected
 
 
 LAYER_TENSORS = """\
@@ -544,11 +545,7 @@ class 融合(nn.Module):
     ],
 )
 def test_parameters_and_buffers_of_torch_layers(name, expected):
-    lines = LAYER_TENSORS.splitlines()
-    row = len(lines) - 1
-    column = lines[row].index(f" {name}", lines[row].index("return")) + 1
-    index = ModuleIndex(parse_tolerant(LAYER_TENSORS), SourceText(LAYER_TENSORS))
-    assert index.value_at(name, Position(row, column + len(name))) == expected
+    assert value_returned_last(name, LAYER_TENSORS) == expected
 
 
 def test_hovering_a_layer_weight_still_names_the_layer_attribute():
