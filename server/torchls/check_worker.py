@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
+import os
+import sys
 import threading
 from collections.abc import Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -25,6 +27,13 @@ if TYPE_CHECKING:  # the rules are imported in the worker only (~0.1 s the serve
 log = logging.getLogger(__name__)
 
 _checkers: dict[tuple[tuple[str, ...], tuple[str, ...]], Checker] = {}  # in the worker: one per rule selection
+
+
+def _quiet_stdout() -> None:
+    """In the worker: its stdout is the server's, which carries the LSP messages; anything printed there would
+    corrupt them, so it goes to stderr (the editor's log) instead."""
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    sys.stdout = sys.stderr
 
 
 def check_text(text: str, select: Sequence[str], ignore: Sequence[str]) -> CheckResult:
@@ -49,7 +58,9 @@ class CheckWorker:
         with self._lock:
             for attempt in range(2):
                 if self._pool is None:
-                    self._pool = ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"))
+                    self._pool = ProcessPoolExecutor(
+                        max_workers=1, mp_context=multiprocessing.get_context("spawn"), initializer=_quiet_stdout
+                    )
                 try:
                     return self._pool.submit(check_text, text, tuple(select), tuple(ignore))
                 except BrokenProcessPool:

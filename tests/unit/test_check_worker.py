@@ -45,3 +45,11 @@ def test_a_dead_checking_process_is_started_again(worker):
         except Exception:  # BrokenProcessPool for a check submitted just before the pool noticed
             continue
     assert [f.code for f in result.findings] == ["TL301"]
+
+
+def test_the_worker_never_writes_to_the_servers_stdout(worker, capfd):
+    # The worker's stdout is the server's (the LSP stream): whatever is printed there must go to stderr.
+    worker.submit("import torch\n", (), ()).result(120)
+    worker._pool.submit(print, "来自检查进程 🖨️").result(60)
+    captured = capfd.readouterr()
+    assert "来自检查进程" not in captured.out and "来自检查进程" in captured.err
