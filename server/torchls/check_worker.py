@@ -17,8 +17,9 @@ import os
 import sys
 import threading
 from collections.abc import Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from functools import partial
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # the rules are imported in the worker only (~0.1 s the server's start-up need not pay)
@@ -48,31 +49,65 @@ def check_text(text: str, select: Sequence[str], ignore: Sequence[str]) -> Check
 
 
 class CheckWorker:
-    """The server's handle on the checking process."""
+    """The server's handle on the checking process. Where a process cannot be started at all (the pool breaks
+    again and again before any check succeeds), checks run on a thread of the server instead: slower to type
+    beside, but diagnostics keep coming."""
+
+    _FAILURES_BEFORE_THREAD = 3
 
     def __init__(self) -> None:
         self._pool: ProcessPoolExecutor | None = None
+        self._thread: ThreadPoolExecutor | None = None
+        self._failures = 0  # broken pools since the last check that succeeded in a process
         self._lock = threading.Lock()
 
     def submit(self, text: str, select: Sequence[str], ignore: Sequence[str]) -> Future[CheckResult]:
+        arguments = (text, tuple(select), tuple(ignore))
         with self._lock:
-            for attempt in range(2):
-                if self._pool is None:
-                    self._pool = ProcessPoolExecutor(
-                        max_workers=1, mp_context=multiprocessing.get_context("spawn"), initializer=_quiet_stdout
-                    )
-                try:
-                    return self._pool.submit(check_text, text, tuple(select), tuple(ignore))
-                except BrokenProcessPool:
-                    log.warning("the checking process ended; starting it again")
-                    self._pool.shutdown(wait=False, cancel_futures=True)
-                    self._pool = None
-                    if attempt:
-                        raise
-        raise AssertionError("unreachable")
+            if self._failures >= self._FAILURES_BEFORE_THREAD:
+                if self._thread is None:
+                    log.warning("the checking process cannot be started; checking on a thread of the server")
+                    self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="torchls-check")
+                return self._thread.submit(check_text, *arguments)
+            if self._pool is None:
+                self._pool = self._new_pool()
+            try:
+                future = self._pool.submit(check_text, *arguments)
+            except BrokenProcessPool as error:
+                self._broken(self._pool)
+                failed: Future[CheckResult] = Future()
+                failed.set_exception(error)  # this check is lost; the next edit checks again, in a new process
+                return failed
+        future.add_done_callback(partial(self._done, self._pool))
+        return future
+
+    def _new_pool(self) -> ProcessPoolExecutor:
+        return ProcessPoolExecutor(
+            max_workers=1, mp_context=multiprocessing.get_context("spawn"), initializer=_quiet_stdout
+        )
+
+    def _done(self, pool: ProcessPoolExecutor, future: Future) -> None:
+        if future.cancelled():
+            return
+        if isinstance(future.exception(), BrokenProcessPool):
+            with self._lock:
+                self._broken(pool)
+        else:
+            self._failures = 0
+
+    def _broken(self, pool: ProcessPoolExecutor) -> None:
+        """Forget a pool whose process died (called with the lock held); the next check starts a new one."""
+        if self._pool is pool:
+            log.warning("the checking process ended; starting it again")
+            self._failures += 1
+            self._pool = None
+            pool.shutdown(wait=False, cancel_futures=True)
 
     def close(self) -> None:
         with self._lock:
             pool, self._pool = self._pool, None
+            thread, self._thread = self._thread, None
         if pool is not None:
             pool.shutdown(wait=False, cancel_futures=True)
+        if thread is not None:
+            thread.shutdown(wait=False, cancel_futures=True)

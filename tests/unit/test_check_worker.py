@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import multiprocessing
+import os
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+
 import pytest
 
 from torchls.check_worker import CheckWorker
@@ -53,3 +58,28 @@ def test_the_worker_never_writes_to_the_servers_stdout(worker, capfd):
     worker._pool.submit(print, "来自检查进程 🖨️").result(60)
     captured = capfd.readouterr()
     assert "来自检查进程" not in captured.out and "来自检查进程" in captured.err
+
+
+def _die() -> None:
+    os._exit(3)  # a worker that cannot start (as when the server's main module cannot be imported again)
+
+
+class _WorkerThatCannotStart(CheckWorker):
+    def _new_pool(self) -> ProcessPoolExecutor:
+        return ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn"), initializer=_die)
+
+
+def test_checks_move_to_a_thread_when_no_checking_process_can_start():
+    worker = _WorkerThatCannotStart()
+    try:
+        codes = None
+        for _ in range(10):
+            try:
+                codes = [f.code for f in worker.submit(SOFTMAX_BEFORE_CROSS_ENTROPY, (), ()).result(120).findings]
+                break
+            except BrokenProcessPool:
+                continue  # lost checks while the process is tried again
+        assert codes == ["TL301"]
+        assert worker._thread is not None and worker._pool is None
+    finally:
+        worker.close()

@@ -1,7 +1,7 @@
 """Publishing diagnostics: on open and save at once, on change after a short debounce, cleared on close.
 
-The checker runs in its own process (:mod:`torchls.check_worker`) and the document's index is built on a thread,
-so the event loop keeps answering hovers and completions; a newer edit cancels the pending check of the same
+The checker runs in its own process (:mod:`torchls.check_worker`) and the document's index is built on a thread
+afterwards, so the event loop keeps answering hovers and completions; a newer edit cancels the pending check of the same
 document, and a result for an outdated version is dropped instead of published. Each
 diagnostic carries its quick fix in ``data`` (already in the client's position encoding), so
 ``textDocument/codeAction`` never runs the checker again.
@@ -94,12 +94,8 @@ async def _check_and_publish(ls: TorchLanguageServer, uri: str, delay: float) ->
         return
     document = ls.workspace.get_text_document(uri)
     version, text = document.version, document.source
-    loop = asyncio.get_running_loop()
     try:
-        # The check runs in its own process while this one indexes the version for hover and completion.
-        checking = ls.session.check_in_background(text)
-        await loop.run_in_executor(_executor, _index, ls, uri, text, version)
-        result = await asyncio.wrap_future(checking)
+        result = await asyncio.wrap_future(ls.session.check_in_background(text))
     except Exception:  # a checker bug must never take the server down; the document just gets no findings
         log.exception("checking %s failed", uri)
         return
@@ -111,6 +107,12 @@ async def _check_and_publish(ls: TorchLanguageServer, uri: str, delay: float) ->
     ls.text_document_publish_diagnostics(
         types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics, version=version)
     )
+    # Then, while the user reads or pauses, index this version for hover and completion. Not alongside the check:
+    # a thread indexing here would hold the GIL just when the findings arrive, and delay them by 30 ms.
+    try:
+        await asyncio.get_running_loop().run_in_executor(_executor, _index, ls, uri, text, version)
+    except Exception:
+        log.exception("indexing %s failed", uri)
 
 
 def _index(ls: TorchLanguageServer, uri: str, text: str, version: int | None) -> None:
