@@ -487,11 +487,12 @@ class 模型(nn.Module):
         self.g = 递归()
         self.head = nn.Linear(n, 2) if 有头 else nn.Identity()
         self.maybe = nn.Linear(n, 2) if 有头 else None
+        self.never = None
 
     def forward(self, x):
         a = self.a(x); b = self.b(x); c = self.c(x); d = self.d(x); e = self.e(x); f = self.f(x); g = self.g(x)
-        h = self.head(x); m = self.maybe(x)
-        说明 = "推断前向 🔁"; return a, b, c, d, e, f, g, h, m
+        h = self.head(x); m = self.maybe(x); n = self.never(x)
+        说明 = "推断前向 🔁"; return a, b, c, d, e, f, g, h, m, n
 """
 
 
@@ -506,7 +507,8 @@ class 模型(nn.Module):
         ("f", None),  # a generator
         ("g", None),  # only itself to go by
         ("h", TENSOR),  # a Linear or an Identity: a tensor either way
-        ("m", None),  # a Linear or None
+        ("m", TENSOR),  # a Linear or None: where the call returns, it was the Linear
+        ("n", None),  # only ever None
     ],
 )
 def test_calling_a_module_of_the_file_infers_an_unannotated_forward(name, expected):

@@ -746,7 +746,8 @@ class ModuleIndex:
 
     def _layer_call(self, func: ast.Attribute, where: _Identifier, line: int, depth: int) -> Value | None:
         """What calling a layer the module holds returns, when every layer it may hold returns the same:
-        ``self.head = nn.Linear(...) if n else nn.Identity()`` gives a tensor either way."""
+        ``self.head = nn.Linear(...) if n else nn.Identity()`` gives a tensor either way. A ``None`` it may hold
+        instead does not count: where the call returns at all, the attribute held a layer."""
         if isinstance(func.value, ast.Name) and func.value.id == "self" and where.klass is not None:
             info = self.classes.get(where.klass.name)
             bound = info.self_bindings.get(func.attr) if info is not None else None
@@ -755,6 +756,7 @@ class ModuleIndex:
                     self.infer(branch, where, b.lineno - 1, depth + 1)  # type: ignore[union-attr]
                     for b in bound
                     for branch in _branches(b)  # type: ignore[arg-type]
+                    if not (isinstance(branch, ast.Constant) and branch.value is None)
                 ]
                 return _common([self._instance_call(v, depth) if v is not None else None for v in layers])
         layer = self.infer(func, where, line, depth)
