@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from torchls.core.checker import CheckResult
 from torchls.check_worker import CheckWorker
 from torchls.core.names import ModuleIndex
-from torchls.core.parsing import ParsedSource, parse_tolerant
+from torchls.core.parsing import parse_tolerant
 from torchls.core.text import SourceText
 from torchls.kb.base import KnowledgeBase
 from torchls.kb.files import file_manifest
@@ -35,11 +35,7 @@ class _IndexedDocument:
     version: int | None
     text: str
     index: ModuleIndex
-    parsed: ParsedSource  # the tree the index was built from
-
-    @property
-    def blanked_lines(self) -> frozenset[int]:
-        return self.parsed.blanked_lines
+    blanked_lines: frozenset[int]
 
 
 class Session:
@@ -153,7 +149,7 @@ class Session:
         if cached is not None and cached.version == version and cached.text == text:
             return cached
         parsed = parse_tolerant(text)
-        document = _IndexedDocument(version, text, ModuleIndex(parsed, SourceText(text)), parsed)
+        document = _IndexedDocument(version, text, ModuleIndex(parsed, SourceText(text)), parsed.blanked_lines)
         self._documents[uri] = document
         return document
 

@@ -41,6 +41,15 @@ local function request(bufnr, method, params)
   end
 end
 
+-- The first code action that `wanted` accepts, or nil.
+local function first_action(actions, wanted)
+  for _, action in ipairs(actions or {}) do
+    if wanted(action) then
+      return action
+    end
+  end
+end
+
 local ok, err = pcall(function()
   local sample = os.getenv("TORCHLS_NVIM_SAMPLE")
   vim.cmd("edit " .. vim.fn.fnameescape(sample))
@@ -97,13 +106,7 @@ local ok, err = pcall(function()
       range = line_diagnostics[1].range,
       context = { diagnostics = line_diagnostics },
     })
-    local fix
-    for _, action in ipairs(actions or {}) do
-      if action.kind == "quickfix" and action.edit then
-        fix = action
-        break
-      end
-    end
+    local fix = first_action(actions, function(action) return action.kind == "quickfix" and action.edit end)
     assert(fix, "no quick fix offered: " .. vim.inspect(actions))
     out.fix_title = fix.title
     vim.lsp.util.apply_workspace_edit(fix.edit, "utf-16")
@@ -119,13 +122,7 @@ local ok, err = pcall(function()
       range = { start = position, ["end"] = position },
       context = { diagnostics = {} },
     })
-    local run
-    for _, action in ipairs(actions or {}) do
-      if action.kind == "torchls.runExample" then
-        run = action
-        break
-      end
-    end
+    local run = first_action(actions, function(action) return action.kind == "torchls.runExample" end)
     assert(run, "no run-example action: " .. vim.inspect(actions))
     out.run_title = run.title
     local result = request(bufnr, "workspace/executeCommand", run.command)

@@ -418,10 +418,7 @@ class ModuleIndex:
             expr = ast.parse(expression.strip(), mode="eval").body
         except SyntaxError:
             return None
-        scope, klass = self.tree, None
-        for start, end, node, method_of in self._scopes:
-            if start < position.line <= end and (scope is self.tree or start >= scope.lineno - 1):  # type: ignore
-                scope, klass = node, method_of
+        scope, klass = self._scope_at(position.line)
         where = _Identifier(position.column, position.column, expr, scope, klass)
         return self.infer(expr, where, position.line)
 
@@ -887,13 +884,17 @@ class ModuleIndex:
     def _bindings_of(self, name: str) -> list[_Binding]:
         return [b for names in self._bindings.values() for b in names.get(name, ())]
 
-    def _where(self, line: int) -> _Identifier:
-        """An identifier standing for code at ``line``: its innermost function and the class of its method."""
+    def _scope_at(self, line: int) -> tuple[ast.AST, ast.ClassDef | None]:
+        """The innermost function enclosing ``line`` (else the module), and the class it is a method of."""
         scope, klass = self.tree, None
         for start, end, node, method_of in self._scopes:
             if start < line <= end and (scope is self.tree or start >= scope.lineno - 1):  # type: ignore
                 scope, klass = node, method_of
-        return _Identifier(0, 0, self.tree, scope, klass)
+        return scope, klass
+
+    def _where(self, line: int) -> _Identifier:
+        """An identifier standing for code at ``line``, for inferring an expression written there."""
+        return _Identifier(0, 0, self.tree, *self._scope_at(line))
 
     def _scope_chain(self, scope: ast.AST) -> Iterator[ast.AST]:
         """``scope``, the functions it is nested in (a closure sees their names), then the module."""
