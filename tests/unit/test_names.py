@@ -682,3 +682,148 @@ def test_torch_uses_are_what_completion_prefetches():
     assert calls == {"torch.nn.Linear", "torch.nn.functional.relu", "torch.jit.script"}
     assert classes == {"torch.nn.Linear"}
     assert modules == {"torch", "torch.nn", "torch.nn.functional", "torch.jit"}
+
+
+FILE_FUNCTIONS = """\
+import functools
+import torch
+import torch.nn as nn
+from torch import Tensor
+from typing import List, Optional, Tuple
+
+
+def 旋转一半(x: Tensor) -> Tensor:
+    x1, x2 = x.chunk(2, dim=-1)
+    return torch.cat([-x2, x1], dim=-1)
+
+
+def 未标注(x):
+    return torch.stack([-x[..., 1::2], x[..., ::2]], -1)
+
+
+def 可能为空(x) -> Optional[torch.Tensor]:
+    return None if x is None else x
+
+
+def 拆成两半(x: Tensor) -> Tuple[Tensor, Tensor]:
+    return x.chunk(2)
+
+
+def 列表(x: Tensor) -> List[Tensor]:
+    return list(x.unbind())
+
+
+def 混合(x: Tensor) -> Tuple[Tensor, int]:
+    return x, 1
+
+
+@functools.lru_cache(maxsize=None)
+def 缓存的(n: int) -> torch.Tensor:
+    return torch.arange(n)
+
+
+def 装饰器(f):
+    return f
+
+
+@装饰器
+def 被包装(x: Tensor) -> Tensor:
+    return x
+
+
+async def 异步(x: Tensor) -> Tensor:
+    return x
+
+
+def 生成器(x):
+    yield x
+    return x
+
+
+def 有时无返回(x):
+    if x.ndim:
+        return x.float()
+
+
+def 返回字符串(x) -> str:
+    return "张量 🎉"
+
+
+def 重名():
+    return torch.zeros(1)
+
+
+重名 = len
+
+
+class 注意力(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.qkv = nn.Linear(4, 12)
+        self.bias_cache = {}
+
+    def bias(self, device: torch.device) -> torch.Tensor:
+        return torch.zeros(4, device=device)
+
+    @torch.no_grad()
+    def 无梯度(self, x: Tensor) -> Tensor:
+        return x * 2
+
+    @staticmethod
+    def 静态(x: Tensor) -> "torch.Tensor":
+        return x
+
+    def 推断(self, x):
+        return self.qkv(x)
+
+    def 拆头(self, x: Tensor) -> Tuple[Tensor, Tensor, Tensor]:
+        return self.qkv(x).chunk(3, dim=-1)
+
+    def bias_cache(self) -> Tensor:  # the instance attribute of the same name hides it
+        return torch.zeros(1)
+
+    @property
+    def 属性(self) -> Tensor:
+        return torch.zeros(1)
+
+    def forward(self, x):
+        a = 旋转一半(x); b = 未标注(torch.ones(2)); c = 可能为空(x); d, e = 拆成两半(x); f = 列表(x)[0]
+        g, h = 混合(x); i = 缓存的(3); j = 被包装(x); k = 异步(x); m = 生成器(x); n = 有时无返回(x)
+        o = 返回字符串(x); p = 重名(); q = self.bias(x.device) + 1; r = self.无梯度(x); s = self.静态(x)
+        t = self.推断(x); u, v, w = self.拆头(x); y = self.bias_cache(); z = self.属性
+        for 块 in 列表(x):
+            说明 = "中文 🎉"; return a, b, c, d, e, f, g, h, i, j, k, m, n, o, p, q, r, s, t, u, v, w, y, z, 块
+"""
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("a", Value("torch.Tensor")),  # annotated ``-> Tensor``
+        ("b", Value("torch.Tensor")),  # unannotated, every return a proven tensor
+        ("c", Value("torch.Tensor")),  # ``Optional[Tensor]``: where its members are used it is a tensor
+        ("d", Value("torch.Tensor")),  # ``Tuple[Tensor, Tensor]`` unpacked
+        ("e", Value("torch.Tensor")),
+        ("f", Value("torch.Tensor")),  # an element of ``List[Tensor]``
+        ("g", None),  # ``Tuple[Tensor, int]``: not every element is a tensor
+        ("h", None),
+        ("i", Value("torch.Tensor")),  # ``functools.lru_cache`` keeps the result
+        ("j", None),  # a decorator of the file may return anything
+        ("k", None),  # ``async def``: a coroutine
+        ("m", None),  # a generator
+        ("n", None),  # may fall off the end and return None
+        ("o", None),  # annotated ``-> str``
+        ("p", None),  # the name is bound twice
+        ("q", Value("torch.Tensor")),  # a method annotated ``-> torch.Tensor``, plus arithmetic
+        ("r", Value("torch.Tensor")),  # ``@torch.no_grad()`` keeps the result
+        ("s", Value("torch.Tensor")),  # ``@staticmethod``, a string annotation
+        ("t", Value("torch.Tensor")),  # an unannotated method returning a layer's output
+        ("u", Value("torch.Tensor")),  # a method returning ``Tuple[Tensor, Tensor, Tensor]``
+        ("w", Value("torch.Tensor")),
+        ("y", None),  # ``self.bias_cache = {}`` hides the method
+        ("z", None),  # a property is not called
+        ("块", Value("torch.Tensor")),  # iterating ``List[Tensor]``
+    ],
+)
+def test_calling_a_function_of_the_file_uses_its_return(name, expected):
+    assert value_returned_last(name, FILE_FUNCTIONS) == expected

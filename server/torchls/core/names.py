@@ -75,6 +75,7 @@ class _Binding:
     path: _Path = ()
     last_line: int | None = None  # a ``for`` target holds an element only up to the end of the loop's body
     parameter_of: ast.FunctionDef | ast.AsyncFunctionDef | None = None  # a plain parameter of this function
+    defines: ast.FunctionDef | ast.AsyncFunctionDef | None = None  # ``def name(...)``: the function it binds
 
 
 @dataclass(slots=True)
@@ -101,6 +102,7 @@ class ModuleIndex:
         self._scopes: list[tuple[int, int, ast.AST, ast.ClassDef | None]] = []  # functions: lines, node, class
         self._enclosing: dict[ast.AST, ast.AST] = {}  # a function or lambda -> the scope it is defined in
         self._forward_results: dict[str, Value] = {}  # classes whose forward is proven to return a tensor
+        self._function_results: dict[ast.AST, Value] = {}  # functions proven to return a torch value
         self._branch_marks: dict[int, dict[int, int]] | None = None  # line -> {if statement: branch}; see below
         self._if_else: list[ast.If] = []  # every ``if`` with an ``else`` (or ``elif``), for _branch_marks
         self._name_uses: dict[str, list[ast.Name]] = defaultdict(list)  # every load of each plain name
@@ -140,7 +142,7 @@ class ModuleIndex:
         elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
             self._enclosing[node] = scope
             if not isinstance(node, ast.Lambda):
-                self._bind(scope, node.name, node.lineno, None)
+                self._bindings[scope][node.name].append(_Binding(node.lineno - 1, None, defines=node))
                 self._scopes.append((node.lineno - 1, self._extended_end(node), node, method_of))
                 for decorator in node.decorator_list:
                     self._visit(decorator, scope, klass, method_of)
@@ -712,6 +714,10 @@ class ModuleIndex:
         callee = self.qualify(call.func)
         if callee is not None:
             return facts.call_yields_tensors(callee)
+        called = self._called_function(call.func, where, line)
+        if called is not None:  # ``q, k = self.split_heads(x)`` with ``-> Tuple[Tensor, Tensor]``
+            returns = called[0].returns
+            return returns is not None and self._annotation_yields_tensors(returns)
         if isinstance(call.func, ast.Attribute):
             receiver = self.infer(call.func.value, where, line, depth + 1)
             return (
@@ -729,6 +735,9 @@ class ModuleIndex:
         if isinstance(call.func, ast.Name) and call.func.id in self.classes:
             base = self._torch_base(call.func.id)
             return Value(base, call.func.id) if base else None
+        called = self._called_function(call.func, where, line)
+        if called is not None:  # ``rotate_half(x)``, ``self.get_bias(...)``: a function of this file
+            return self._function_result(*called, depth + 1)
         if isinstance(call.func, ast.Attribute):
             receiver = self.infer(call.func.value, where, line, depth + 1)
             if receiver is not None and receiver.user_class is None:
@@ -740,6 +749,88 @@ class ModuleIndex:
             return None
         instance = self.infer(call.func, where, line, depth + 1)
         return self._instance_call(instance, depth) if instance is not None else None
+
+    def _called_function(
+        self, func: ast.expr, where: _Identifier, line: int
+    ) -> tuple[ast.FunctionDef, ast.ClassDef | None] | None:
+        """The function of this file a call runs, and the class it is a method of: a plain name bound once, to
+        a ``def``, or ``self.name`` where the class (or a local base) defines the method and no ``self.name = ...``
+        hides it. Decorators must keep what the function returns (``@torch.no_grad()``, ``@staticmethod``)."""
+        if isinstance(func, ast.Name):
+            binding = self._latest_binding(func.id, where, line)
+            if binding is None or binding.defines is None or len(self._bindings_of(func.id)) != 1:
+                return None
+            function, owner = binding.defines, None
+        elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
+            if where.klass is None or (found := self._method(where.klass.name, func.attr)) is None:
+                return None
+            function, owner = found
+        else:
+            return None
+        if not isinstance(function, ast.FunctionDef) or not all(
+            self._keeps_result(decorator) for decorator in function.decorator_list
+        ):
+            return None  # ``async def`` returns a coroutine; other decorators may return anything
+        return function, owner
+
+    def _method(self, class_name: str, name: str) -> tuple[ast.FunctionDef | ast.AsyncFunctionDef, ast.ClassDef] | None:
+        """The ``def`` a method call on an instance of a class of this file runs, following local bases; None
+        when an instance attribute of that name is assigned anywhere on the way (it may hold something else)."""
+        seen: set[str] = set()
+        while class_name in self.classes and class_name not in seen:
+            seen.add(class_name)
+            info = self.classes[class_name]
+            if name in info.self_bindings:
+                return None
+            for node in info.node.body:
+                if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == name:
+                    return node, info.node
+            if name in info.members:
+                return None  # a class attribute, not a method
+            local = [b.id for b in info.node.bases if isinstance(b, ast.Name) and b.id in self.classes]
+            if not local:
+                return None
+            class_name = local[0]
+        return None
+
+    def _keeps_result(self, decorator: ast.expr) -> bool:
+        """True for decorators whose wrapper returns what the function returns."""
+        target = decorator.func if isinstance(decorator, ast.Call) else decorator
+        if isinstance(target, ast.Name) and target.id in ("staticmethod", "classmethod"):
+            return self._is_builtin(target.id)
+        return self.qualify(target) in _RESULT_KEEPING_DECORATORS
+
+    def _function_result(self, function: ast.FunctionDef, klass: ast.ClassDef | None, depth: int) -> Value | None:
+        """What calling a function of this file returns: the torch class its return annotation names, or, without
+        one, a tensor when every path ends in a ``return`` of a proven tensor."""
+        if function in self._function_results:
+            return self._function_results[function]
+        if function.returns is not None:
+            annotated = self.qualify_annotation(function.returns)
+            result = Value(annotated) if _is_torch_name(annotated) else None
+        else:
+            result = self._returned_tensor(function, klass, depth + 1)
+        if result is not None:  # a failure may come from the depth limit: not remembered
+            self._function_results[function] = result
+        return result
+
+    def _annotation_yields_tensors(self, annotation: ast.expr) -> bool:
+        """True for ``Tuple[Tensor, Tensor]``, ``tuple[Tensor, ...]``, ``List[Tensor]``: unpacking or iterating
+        a value so annotated gives tensors."""
+        if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+            try:
+                annotation = ast.parse(annotation.value, mode="eval").body
+            except SyntaxError:
+                return False
+        if not isinstance(annotation, ast.Subscript):
+            return False
+        head = annotation.value
+        name = head.attr if isinstance(head, ast.Attribute) else head.id if isinstance(head, ast.Name) else ""
+        if name not in ("Tuple", "tuple", "List", "list", "Sequence"):
+            return False
+        elements = annotation.slice.elts if isinstance(annotation.slice, ast.Tuple) else [annotation.slice]
+        elements = [e for e in elements if not (isinstance(e, ast.Constant) and e.value is Ellipsis)]
+        return bool(elements) and all(self.qualify_annotation(e) == facts.TENSOR for e in elements)
 
     def _layer_call(self, func: ast.Attribute, where: _Identifier, line: int, depth: int) -> Value | None:
         """What calling a layer the module holds returns, when every layer it may hold returns the same:
@@ -799,7 +890,7 @@ class ModuleIndex:
             owner = local[0]
         return None
 
-    def _returned_tensor(self, function: ast.FunctionDef, klass: ast.ClassDef, depth: int) -> Value | None:
+    def _returned_tensor(self, function: ast.FunctionDef, klass: ast.ClassDef | None, depth: int) -> Value | None:
         """A tensor when the function returns on every path through a ``return`` of a proven tensor: at least
         one ``return``, each with a value, no ``yield``, and no way to fall off the end."""
         if depth > 12 or not function.body or not _always_returns(function.body):
@@ -952,6 +1043,25 @@ class ModuleIndex:
             # ``self.x`` bound in ``__init__`` is evaluated in the method that binds it, not at the cursor.
             values.append(self.infer(expr, where, expr.lineno - 1, depth + 1))
         return _common(values)
+
+
+# Decorators (by qualified name) whose wrapper returns what the decorated function returns.
+_RESULT_KEEPING_DECORATORS = frozenset(
+    {
+        "torch.no_grad",
+        "torch.enable_grad",
+        "torch.inference_mode",
+        "torch.jit.script",
+        "torch.jit.ignore",
+        "torch.jit.unused",
+        "torch.jit.export",
+        "torch.compile",
+        "torch.compiler.disable",
+        "torch.fx.wrap",
+        "functools.cache",
+        "functools.lru_cache",
+    }
+)
 
 
 def _is_tensor(value: Value | None) -> bool:
