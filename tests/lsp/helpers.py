@@ -74,9 +74,17 @@ async def hover(client: LanguageClient, uri: str, position: types.Position) -> t
     )
 
 
+def vscode_capabilities() -> types.ClientCapabilities:
+    """pytest-lsp's record of VS Code's capabilities, with ``labelDetailsSupport``, which VS Code has announced
+    since 1.63 (the record predates it)."""
+    capabilities = client_capabilities("visual-studio-code")
+    capabilities.text_document.completion.completion_item.label_details_support = True  # type: ignore[union-attr]
+    return capabilities
+
+
 def vscode_initialize(root: Path, options: object = None) -> types.InitializeParams:
     return types.InitializeParams(
-        capabilities=client_capabilities("visual-studio-code"),
+        capabilities=vscode_capabilities(),
         root_uri=root.as_uri(),
         workspace_folders=[types.WorkspaceFolder(uri=root.as_uri(), name=root.name)],
         initialization_options=options,

@@ -21,19 +21,33 @@ _KINDS = {
 }
 
 
-def _to_lsp(item) -> types.CompletionItem:
+def _to_lsp(item, lazy_detail: bool) -> types.CompletionItem:
+    """``lazy_detail``: the client shows the summary from ``labelDetails`` and can resolve ``detail`` later, so
+    the list does not carry it twice (a third of ``torch.``'s 1,100 items in bytes, sent and parsed on each
+    keystroke); ``completionItem/resolve`` fills it in."""
+    data = {"name": item.qualname} if item.qualname and not item.documentation else None
     return types.CompletionItem(
         label=item.label,
         kind=_KINDS.get(item.kind, types.CompletionItemKind.Text),
         label_details=types.CompletionItemLabelDetails(description=item.summary) if item.summary else None,
-        detail=item.summary,
+        detail=None if lazy_detail and data is not None else item.summary,
         insert_text=item.insert_text,
         sort_text=item.sort_text,
         documentation=types.MarkupContent(kind=types.MarkupKind.Markdown, value=item.documentation)
         if item.documentation
         else None,
-        data={"name": item.qualname} if item.qualname and not item.documentation else None,
+        data=data,
     )
+
+
+def _client_resolves_detail(ls: TorchLanguageServer) -> bool:
+    """True when the client shows ``labelDetails`` and may leave ``detail`` to ``completionItem/resolve``."""
+    text_document = ls.client_capabilities.text_document
+    completion = text_document.completion if text_document is not None else None
+    item = completion.completion_item if completion is not None else None
+    if item is None or not item.label_details_support or item.resolve_support is None:
+        return False
+    return "detail" in item.resolve_support.properties
 
 
 def _as_json(ls: TorchLanguageServer, items: list) -> list[dict]:
@@ -41,7 +55,8 @@ def _as_json(ls: TorchLanguageServer, items: list) -> list[dict]:
     cached = ls.converted_lists.get(id(items))
     if cached is not None and cached[0] is items:
         return cached[1]
-    converted = [ls.protocol._converter.unstructure(_to_lsp(item)) for item in items]
+    lazy_detail = _client_resolves_detail(ls)
+    converted = [ls.protocol._converter.unstructure(_to_lsp(item, lazy_detail)) for item in items]
     if len(items) > 100:
         if len(ls.converted_lists) >= 64:  # lists of a knowledge base reloaded since: let them go
             ls.converted_lists.clear()
@@ -72,7 +87,12 @@ def register(server: TorchLanguageServer) -> None:
     @server.feature(types.COMPLETION_ITEM_RESOLVE)
     async def on_resolve(ls: TorchLanguageServer, item: types.CompletionItem) -> types.CompletionItem:
         name = item.data.get("name") if isinstance(item.data, dict) else None
-        if ls.session is None or not name or item.documentation is not None:
+        if ls.session is None or not name:
+            return item
+        if item.detail is None:  # left out of the list for a client that resolves it (see _to_lsp)
+            entry = ls.session.kb.lookup(name)
+            item.detail = entry.summary if entry is not None else None
+        if item.documentation is not None:
             return item
         from torchls.completion import documentation
 

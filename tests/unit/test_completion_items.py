@@ -1,0 +1,54 @@
+"""How completion items go on the wire for clients of different capabilities."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+from pytest_lsp import client_capabilities
+
+from torchls.completion.items import Item
+from torchls.lsp.completion import _client_resolves_detail, _to_lsp
+
+ITEM = Item(label="randn", kind="function", qualname="torch.randn", summary="返回标准正态分布的随机张量 🎲")
+
+
+def _capabilities(client: str, label_details: bool):
+    capabilities = client_capabilities(client)
+    capabilities.text_document.completion.completion_item.label_details_support = label_details
+    return SimpleNamespace(client_capabilities=capabilities)
+
+
+@pytest.mark.parametrize(
+    ("client", "label_details", "lazy"),
+    [
+        ("visual-studio-code", True, True),  # shows labelDetails, resolves detail
+        ("visual-studio-code", False, False),  # shows only detail: it must come with the list
+        ("neovim", True, False),  # does not resolve detail
+    ],
+)
+def test_detail_is_left_to_resolve_only_where_the_client_shows_label_details_and_resolves_it(
+    client, label_details, lazy
+):
+    server = _capabilities(client, label_details)
+    assert _client_resolves_detail(server) is lazy
+    item = _to_lsp(ITEM, lazy)
+    assert item.label_details.description == ITEM.summary
+    assert item.detail == (None if lazy else ITEM.summary)
+    assert item.data == {"name": "torch.randn"}  # what resolve needs to fill it in
+
+
+def test_an_item_with_its_documentation_inline_keeps_its_detail():
+    keyword = Item(
+        label="kernel_size=",
+        kind="argument",
+        qualname="torch.nn.Conv2d",
+        summary="卷积核大小",
+        documentation="卷积核的高和宽",
+    )
+    assert _to_lsp(keyword, lazy_detail=True).detail == "卷积核大小"
+
+
+def test_a_client_without_completion_capabilities_gets_the_detail():
+    bare = SimpleNamespace(client_capabilities=SimpleNamespace(text_document=None))
+    assert _client_resolves_detail(bare) is False
