@@ -19,7 +19,6 @@ tensor completions and initialises CUDA.
 from __future__ import annotations
 
 import argparse
-import gc
 import logging
 import os
 import pickle
@@ -34,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from torchls import parso_guard
+from torchls import memory, parso_guard
 from torchls.docinfo import SymbolDoc, parse_param_docs
 
 log = logging.getLogger(__name__)
@@ -200,8 +199,7 @@ class JediHost:
     def freeze(self) -> None:
         """After the warm-up: jedi now holds millions of long-lived objects (torch's parsed stubs); a full garbage
         collection walking them all stalls requests for half a second at random moments. Keep them out of it."""
-        gc.collect()
-        gc.freeze()
+        memory.settle()
 
     def _share_state(self, script: Any, text: str, path: str | None) -> None:
         """Give the script the inference state of the scripts before it.
@@ -307,6 +305,7 @@ class JediHost:
             self._script(text, path)
         except Exception as error:
             log.info("jedi could not parse %s: %s", path, error)
+        memory.settle()  # the new tree lives as long as the document is open: out of later collections
 
     def describe(self, public_name: str) -> SymbolDoc | None:
         """What the installed torch says about a public name (signatures, English parameter docs)."""

@@ -15,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from lsprotocol import types
 
+from torchls import memory
 from torchls.core.findings import Finding
 from torchls.core.text import SourceText, Span
 from torchls.kb.cache import cache_dir
@@ -119,6 +120,7 @@ def _index(ls: TorchLanguageServer, uri: str, text: str, version: int | None) ->
     """While the user reads or pauses: the version's index, and the torch names completion will prefetch."""
     assert ls.session is not None
     ls.session.index(uri, text, version).index.torch_uses()
+    memory.settle()  # the index lives until the next version: keep it out of collections that stall requests
 
 
 def clear(ls: TorchLanguageServer, uri: str) -> None:

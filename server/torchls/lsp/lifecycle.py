@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import gc
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
 
 from lsprotocol import types
 
+from torchls import memory
 from torchls.lsp import diagnostics
 from torchls.lsp.server import TorchLanguageServer
 from torchls.session import Session
@@ -94,8 +94,7 @@ async def warm_up(ls: TorchLanguageServer) -> None:
     # them all would stall its requests for half a second at random moments. Freeze them out of collections,
     # and the server's own long-lived objects (the knowledge base) too.
     resolver.submit(resolver.freeze, background=True)
-    gc.collect()
-    gc.freeze()
+    memory.settle()
     if resolver is session.resolver:
         if resolver.problem:
             ls.show(resolver.problem)
