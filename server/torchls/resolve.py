@@ -63,6 +63,12 @@ INDEXED_MEMBERS = (
     ("torch.Tensor", True),
     ("torch.nn.Module", True),
     ("torch.optim.Optimizer", True),
+    # The builtins' containers: a receiver the file shows (or jedi infers) is a dict is completed from the cache.
+    ("builtins.dict", True),
+    ("builtins.list", True),
+    ("builtins.tuple", True),
+    ("builtins.set", True),
+    ("builtins.str", True),
 )
 
 

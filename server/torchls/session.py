@@ -6,7 +6,10 @@ returns the Chinese messages the user should see (bad values, broken knowledge f
 
 from __future__ import annotations
 
+import functools
 import logging
+import urllib.parse
+import urllib.request
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,12 +25,21 @@ from torchls.core.parsing import parse_tolerant
 from torchls.core.text import SourceText
 from torchls.kb.base import KnowledgeBase
 from torchls.kb.files import file_manifest
+from torchls.project import ProjectModules
 from torchls.resolve import Resolver, check_interpreter
 from torchls.runner import Runner
 from torchls.settings import Settings
 
 log = logging.getLogger(__name__)
 _MAX_REPORTED_KB_ERRORS = 5
+
+
+def _path_of(uri: str) -> str | None:
+    """The file system path of a ``file:`` URI; None for other schemes (an unsaved buffer)."""
+    parsed = urllib.parse.urlparse(uri)
+    if parsed.scheme != "file":
+        return None
+    return urllib.request.url2pathname(urllib.parse.unquote(parsed.path))
 
 
 @dataclass(slots=True)
@@ -50,6 +62,7 @@ class Session:
         self._documents: dict[str, _IndexedDocument] = {}
         self.completion_lists: dict[tuple, list] = {}  # built completion lists; they depend on the knowledge base
         self.prefetched: set[str] = set()  # documents whose torch classes' members were asked of jedi
+        self.project = ProjectModules()  # what the project's other modules export, read as the fast path needs it
         self.runner = Runner()  # runs knowledge-base examples; remembers what each interpreter's torch has
         self.startup_messages = self.apply_settings(settings or Settings(), force=True, load_knowledge=False)
 
@@ -149,7 +162,13 @@ class Session:
         if cached is not None and cached.version == version and cached.text == text:
             return cached
         parsed = parse_tolerant(text)
-        document = _IndexedDocument(version, text, ModuleIndex(parsed, SourceText(text)), parsed.blanked_lines)
+        location = self.project.locate(_path_of(uri))
+        module, returns = None, None
+        if location is not None:
+            module = (location.module, location.is_package)
+            returns = functools.partial(self.project.returns, location.root)
+        index = ModuleIndex(parsed, SourceText(text), module, returns)
+        document = _IndexedDocument(version, text, index, parsed.blanked_lines)
         self._documents[uri] = document
         return document
 

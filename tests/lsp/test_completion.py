@@ -152,6 +152,12 @@ async def test_members_carry_the_chinese_summary(client: LanguageClient, kb, lin
     assert any(summary_of(item) is None for item in result.items)
 
 
+async def test_a_builtin_container_the_file_shows_lists_its_members(client: LanguageClient):
+    result = await complete(client, HEADER + '尺寸 = {}\n说明 = "字典 📦"; 尺寸.‸\n')
+    assert {"items", "values", "setdefault"} <= set(by_label(result)), sorted(by_label(result))
+    assert "view" not in by_label(result)
+
+
 async def test_a_receiver_of_several_types_lists_the_members_of_each(client: LanguageClient, kb):
     marked = HEADER + 'value = {"键": 1} if len(x) > 3 else torch.zeros(2)\n说明 = "两种 🔀"; value.‸\n'
     uri, position = await open_marked(client, marked)

@@ -68,6 +68,13 @@ async def test_first_requests_answer_before_the_warm_up_ends(cold_client: Langua
     model = await _request(cold_client, "f.py", HEADER + "model.‸\n", "completion")
     assert {"fc", "forward", "parameters"} <= set(by_label(model))
     assert model.is_incomplete
+    # A function of another file of the project, annotated to return a tensor: read from disk, no jedi needed.
+    (cold_client.root / "辅助.py").write_text(
+        "import torch\n\ndef 缩放(x: torch.Tensor) -> torch.Tensor:\n    return x * 2\n", encoding="utf-8"
+    )
+    imported = HEADER + "from 辅助 import 缩放\n权重 = 缩放(x)\n说明 = '跨文件 📁'; 权重.‸\n"
+    scaled = by_label(await _request(cold_client, "f1.py", imported, "completion"))
+    assert summary_of(scaled["view"]) == kb.get("torch.Tensor.view").summary
     # Only jedi knows what torch.chunk returns: no items yet, and the client is told to ask again.
     chunk = await _request(cold_client, "f2.py", HEADER + "torch.chunk(x, 2)[0].‸\n", "completion")
     assert chunk.is_incomplete and not chunk.items

@@ -39,6 +39,8 @@ FORBIDDEN = {
     ),
     "resolve.py": ("pygls", "lsprotocol", "torch", "torchls.lsp", "torchls.cli"),
     "jedi_host.py": ("pygls", "lsprotocol", "torch", "torchls.lsp", "torchls.cli", "torchls.kb", "torchls.session"),
+    "project.py": ("pygls", "lsprotocol", "jedi", "torch", "torchls.lsp", "torchls.cli", "torchls.session"),
+    "memory.py": ("pygls", "lsprotocol", "jedi", "torch", "torchls.lsp", "torchls.cli"),
     "settings.py": ("pygls", "lsprotocol", "torch", "torchls.lsp", "torchls.cli"),
     "session.py": ("pygls", "lsprotocol", "torch", "torchls.lsp", "torchls.cli"),
     "hover.py": ("pygls", "lsprotocol", "torch", "torchls.lsp", "torchls.cli"),

@@ -827,3 +827,39 @@ class 注意力(nn.Module):
 )
 def test_calling_a_function_of_the_file_uses_its_return(name, expected):
     assert value_returned_last(name, FILE_FUNCTIONS) == expected
+
+
+CONTAINERS = """\
+import torch
+
+def dict(**kwargs):  # shadows the builtin in this file
+    return kwargs
+
+def 统计(批次):
+    尺寸 = {}; 列表 = [t for t in 批次]; 集合 = {1, 2}; 元组 = (1, 2); 文本 = f"批次 🎉 {len(批次)}"
+    映射 = dict(a=1); 字面 = "中文"; 注解: dict = {}; 张量 = torch.zeros(2); 又变 = {}; 又变 = 张量.tolist()
+    return 尺寸, 列表, 集合, 元组, 文本, 映射, 字面, 注解, 张量, 又变
+"""
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("尺寸", "builtins.dict"),
+        ("列表", "builtins.list"),
+        ("集合", "builtins.set"),
+        ("元组", "builtins.tuple"),
+        ("文本", "builtins.str"),
+        ("字面", "builtins.str"),
+        ("映射", None),  # ``dict`` is the file's own function here
+        ("注解", None),  # annotated: the annotation decides, not the value
+        ("张量", None),  # a torch value: ``value_at`` answers it
+        ("又变", None),  # rebound to what a method returns
+    ],
+)
+def test_builtin_containers_are_told_from_their_binding(name, expected):
+    lines = CONTAINERS.splitlines()
+    row = len(lines) - 1
+    column = lines[row].index(name)
+    index = ModuleIndex(parse_tolerant(CONTAINERS), SourceText(CONTAINERS))
+    assert index.container_at(name, Position(row, column + len(name))) == expected

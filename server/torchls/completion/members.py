@@ -164,7 +164,8 @@ async def user_class_items(
 
 
 def member_owner(session: Session, receiver: str, index, position: Position) -> tuple[str, bool] | None:
-    """The torch module or class whose members ``receiver.`` lists, and whether they are an instance's."""
+    """The torch module or class (or the builtin container) whose members ``receiver.`` lists, and whether they
+    are an instance's."""
     qualname = index.qualify_dotted(receiver)
     if qualname is not None:
         if not is_torch_name(qualname):
@@ -175,7 +176,8 @@ def member_owner(session: Session, receiver: str, index, position: Position) -> 
         return qualname, False
     value = index.value_at(receiver, position)
     if value is None:
-        return None
+        container = index.container_at(receiver, position)  # ``sizes = {}`` ... ``sizes.``
+        return (container, True) if container is not None else None
     if value.user_class is not None:
         return None  # a user model: its own attributes matter, and only jedi knows them
     owner = value.qualname

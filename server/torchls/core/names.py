@@ -17,7 +17,7 @@ from __future__ import annotations
 import ast
 import bisect
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -92,10 +92,23 @@ class _Identifier:
 class ModuleIndex:
     """Everything the fast path needs about one version of one file; build once, query many times."""
 
-    def __init__(self, parsed: ParsedSource, source: SourceText) -> None:
+    def __init__(
+        self,
+        parsed: ParsedSource,
+        source: SourceText,
+        module: tuple[str, bool] | None = None,
+        project_returns: Callable[[str], str | None] | None = None,
+    ) -> None:
+        """``module``: this file's dotted module name and whether it is a package's ``__init__`` (for relative
+        imports); ``project_returns``: the torch class a function of another project module is annotated to
+        return, by qualified name (see :mod:`torchls.project`)."""
         self.source = source
         self.tree = parsed.tree
+        self.module = module
+        self._project_returns = project_returns
+        self._project_results: dict[str, str | None] = {}
         self.imports: dict[str, str] = {}
+        self.project_imports: dict[str, str] = {}  # names relative imports bind -> their absolute qualified names
         self.classes: dict[str, _ClassInfo] = {}
         self._bindings: dict[ast.AST, dict[str, list[_Binding]]] = defaultdict(lambda: defaultdict(list))
         self._identifiers: dict[int, list[_Identifier]] = defaultdict(list)
@@ -304,7 +317,16 @@ class ModuleIndex:
     def _record_import(self, node: ast.Import | ast.ImportFrom, scope: ast.AST) -> None:
         line_text = self.source.line(node.lineno - 1)
         if isinstance(node, ast.ImportFrom):
-            if node.level or not node.module:
+            if node.level:  # ``from ._manipulate import adapt_input_conv``: the project's own module
+                source = absolute_module(*self.module, node.level, node.module) if self.module else None
+                for alias in node.names:
+                    if alias.name != "*":
+                        local = alias.asname or alias.name
+                        self._bindings[scope][local].append(_Binding(node.lineno - 1, None))
+                        if source is not None and scope is self.tree:
+                            self.project_imports[local] = f"{source}.{alias.name}"
+                return
+            if not node.module:
                 return
             self._record_dotted(node.module, node, line_text, node.lineno, node.col_offset)
             for alias in node.names:
@@ -424,34 +446,38 @@ class ModuleIndex:
         where = _Identifier(position.column, position.column, expr, scope, klass)
         return self.infer(expr, where, position.line)
 
-    def qualify(self, expr: ast.expr) -> str | None:
-        """The dotted torch-or-other qualified name an expression refers to through imports, if static."""
-        if isinstance(expr, ast.Name):
-            return self.imports.get(expr.id)
-        if isinstance(expr, ast.Attribute):
-            base = self.qualify(expr.value)
-            return f"{base}.{expr.attr}" if base else None
+    def container_at(self, name: str, position: Position) -> str | None:
+        """``builtins.dict`` (list, set, tuple, str) when the binding of ``name`` that code at ``position`` sees is
+        a display, a comprehension, a string literal or a call of the builtin type: for listing its members
+        without jedi. Kept apart from :meth:`infer`, which proves torch values for hover and diagnostics too."""
+        if not name.isidentifier():
+            return None
+        where = self._where(position.line)
+        binding = self._latest_binding(name, where, position.line)
+        if binding is None or binding.value is None or binding.annotation is not None:
+            return None
+        value = binding.value
+        for kinds, builtin in _CONTAINER_DISPLAYS:
+            if isinstance(value, kinds):
+                return builtin
+        if isinstance(value, ast.Constant) and isinstance(value.value, str):
+            return "builtins.str"
+        if (
+            isinstance(value, ast.Call)
+            and isinstance(value.func, ast.Name)
+            and value.func.id in _CONTAINER_TYPES
+            and self._is_builtin(value.func.id)
+        ):
+            return f"builtins.{value.func.id}"
         return None
 
+    def qualify(self, expr: ast.expr) -> str | None:
+        """The dotted torch-or-other qualified name an expression refers to through imports, if static."""
+        return qualify(expr, self.imports)
+
     def qualify_annotation(self, annotation: ast.expr) -> str | None:
-        """The class an annotation names: ``torch.Tensor``, ``Optional[Tensor]``, ``Tensor | None``,
-        ``"torch.Tensor"``. An optional value is still that class wherever its members are used."""
-        if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
-            try:
-                annotation = ast.parse(annotation.value, mode="eval").body
-            except SyntaxError:
-                return None
-        if isinstance(annotation, ast.Subscript):
-            head = annotation.value
-            name = head.attr if isinstance(head, ast.Attribute) else head.id if isinstance(head, ast.Name) else ""
-            if name == "Optional":
-                return self.qualify_annotation(annotation.slice)
-            return None
-        if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
-            sides = [annotation.left, annotation.right]
-            real = [side for side in sides if not (isinstance(side, ast.Constant) and side.value is None)]
-            return self.qualify_annotation(real[0]) if len(real) == 1 else None
-        return self.qualify(annotation)
+        """The class an annotation names (see :func:`qualify_annotation`)."""
+        return qualify_annotation(annotation, self.imports)
 
     def target_at(self, position: Position) -> Target | None:
         """The symbol at ``position`` (code points), or None when there is no identifier there."""
@@ -730,7 +756,11 @@ class ModuleIndex:
     def _infer_call(self, call: ast.Call, where: _Identifier, line: int, depth: int) -> Value | None:
         callee = self.qualify(call.func)
         if callee is not None:
-            result = facts.call_result(callee)
+            result = facts.call_result(callee) if _is_torch_name(callee) else self._project_result(callee)
+            return Value(result) if result else None
+        callee = self._project_callee(call.func)
+        if callee is not None:  # ``adapt_input_conv(...)`` imported relatively
+            result = self._project_result(callee)
             return Value(result) if result else None
         if isinstance(call.func, ast.Name) and call.func.id in self.classes:
             base = self._torch_base(call.func.id)
@@ -749,6 +779,25 @@ class ModuleIndex:
             return None
         instance = self.infer(call.func, where, line, depth + 1)
         return self._instance_call(instance, depth) if instance is not None else None
+
+    def _project_callee(self, func: ast.expr) -> str | None:
+        """The qualified name of a function a relative import brings in, called as ``f(...)`` or through an
+        imported module (``helpers.f(...)``); None when the file binds the name again."""
+        head = func.value if isinstance(func, ast.Attribute) else func
+        if not isinstance(head, ast.Name) or head.id not in self.project_imports:
+            return None
+        if len(self._bindings_of(head.id)) != 1:
+            return None
+        base = self.project_imports[head.id]
+        return f"{base}.{func.attr}" if isinstance(func, ast.Attribute) else base
+
+    def _project_result(self, qualname: str) -> str | None:
+        """What another module of the project annotates the function ``qualname`` to return (asked once)."""
+        if self._project_returns is None:
+            return None
+        if qualname not in self._project_results:
+            self._project_results[qualname] = self._project_returns(qualname)
+        return self._project_results[qualname]
 
     def _called_function(
         self, func: ast.expr, where: _Identifier, line: int
@@ -798,7 +847,7 @@ class ModuleIndex:
         target = decorator.func if isinstance(decorator, ast.Call) else decorator
         if isinstance(target, ast.Name) and target.id in ("staticmethod", "classmethod"):
             return self._is_builtin(target.id)
-        return self.qualify(target) in _RESULT_KEEPING_DECORATORS
+        return keeps_result(decorator, self.imports)
 
     def _function_result(self, function: ast.FunctionDef, klass: ast.ClassDef | None, depth: int) -> Value | None:
         """What calling a function of this file returns: the torch class its return annotation names, or, without
@@ -1006,7 +1055,7 @@ class ModuleIndex:
                 earlier = bindings  # module names used inside functions may be bound later in the file
             if not earlier:
                 return None
-            return max(earlier, key=lambda b: b.line)
+            return max(reversed(earlier), key=lambda b: b.line)  # of two on one line (``a = 1; a = 2``), the later
         return None
 
     def _exclusive(self, first: int, second: int) -> bool:
@@ -1044,6 +1093,64 @@ class ModuleIndex:
             values.append(self.infer(expr, where, expr.lineno - 1, depth + 1))
         return _common(values)
 
+
+def qualify(expr: ast.expr, imports: dict[str, str]) -> str | None:
+    """The dotted qualified name an expression refers to through a module's ``imports``, if static."""
+    if isinstance(expr, ast.Name):
+        return imports.get(expr.id)
+    if isinstance(expr, ast.Attribute):
+        base = qualify(expr.value, imports)
+        return f"{base}.{expr.attr}" if base else None
+    return None
+
+
+def qualify_annotation(annotation: ast.expr, imports: dict[str, str]) -> str | None:
+    """The class an annotation names: ``torch.Tensor``, ``Optional[Tensor]``, ``Tensor | None``,
+    ``"torch.Tensor"``. An optional value is still that class wherever its members are used."""
+    if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+        try:
+            annotation = ast.parse(annotation.value, mode="eval").body
+        except SyntaxError:
+            return None
+    if isinstance(annotation, ast.Subscript):
+        head = annotation.value
+        name = head.attr if isinstance(head, ast.Attribute) else head.id if isinstance(head, ast.Name) else ""
+        if name == "Optional":
+            return qualify_annotation(annotation.slice, imports)
+        return None
+    if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
+        sides = [annotation.left, annotation.right]
+        real = [side for side in sides if not (isinstance(side, ast.Constant) and side.value is None)]
+        return qualify_annotation(real[0], imports) if len(real) == 1 else None
+    return qualify(annotation, imports)
+
+
+def keeps_result(decorator: ast.expr, imports: dict[str, str]) -> bool:
+    """True for decorators whose wrapper returns what the function returns (``@torch.no_grad()``); the builtin
+    ``staticmethod``/``classmethod`` are for the caller to check, as only it knows what the file binds."""
+    target = decorator.func if isinstance(decorator, ast.Call) else decorator
+    return qualify(target, imports) in _RESULT_KEEPING_DECORATORS
+
+
+def absolute_module(module: str, is_package: bool, level: int, name: str | None) -> str | None:
+    """The module a relative import names: ``from ..layers import x`` in ``timm.models.vit`` -> ``timm.layers``;
+    None when it climbs above the top package."""
+    parts = module.split(".") if is_package else module.split(".")[:-1]
+    if level - 1 > len(parts) - 1:
+        return None
+    base = parts[: len(parts) - (level - 1)]
+    return ".".join([*base, name] if name else base) or None
+
+
+# Displays and comprehensions, and the builtin type each makes (see ModuleIndex.container_at).
+_CONTAINER_DISPLAYS: tuple[tuple[type | tuple[type, ...], str], ...] = (
+    ((ast.Dict, ast.DictComp), "builtins.dict"),
+    ((ast.List, ast.ListComp), "builtins.list"),
+    ((ast.Set, ast.SetComp), "builtins.set"),
+    (ast.Tuple, "builtins.tuple"),
+    (ast.JoinedStr, "builtins.str"),
+)
+_CONTAINER_TYPES = frozenset({"dict", "list", "set", "tuple", "str"})
 
 # Decorators (by qualified name) whose wrapper returns what the decorated function returns.
 _RESULT_KEEPING_DECORATORS = frozenset(
