@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from lsprotocol import types
 
 from torchls.lsp.server import TorchLanguageServer
@@ -62,6 +64,25 @@ def _as_json(ls: TorchLanguageServer, items: list) -> list[dict]:
             ls.converted_lists.clear()
         ls.converted_lists[id(items)] = (items, converted)
     return converted
+
+
+# The member lists most keystrokes ask for: built and converted once the warm-up has listed them.
+_PREPARED = (("torch", False), ("torch.nn", False), ("torch.nn.functional", False), ("torch.Tensor", True))
+
+
+async def prepare_lists(ls: TorchLanguageServer) -> None:
+    """Build and convert the most used member lists now, in the background, rather than on the first keystroke
+    that needs each (15-20 ms for ``torch.``'s 1,100 items)."""
+    if ls.session is None:
+        return
+    from torchls.completion.members import members_list
+
+    enriched_only = ls.session.settings.completion.mode == "enriched"
+    for owner, instance in _PREPARED:
+        items, complete = await members_list(ls.session, owner, instance, enriched_only)
+        if complete:
+            _as_json(ls, items)
+        await asyncio.sleep(0)  # let a waiting request in between
 
 
 def register(server: TorchLanguageServer) -> None:

@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 from lsprotocol import types
 
 from torchls import memory
-from torchls.lsp import diagnostics
+from torchls.lsp import completion, diagnostics
 from torchls.lsp.server import TorchLanguageServer
 from torchls.session import Session
 from torchls.settings import Settings, parse_settings
@@ -90,6 +90,8 @@ async def warm_up(ls: TorchLanguageServer) -> None:
                 token, types.WorkDoneProgressReport(message=label, percentage=(index + 1) * 100 // len(steps))
             )
     resolver.warm.set()
+    if resolver is session.resolver:
+        await completion.prepare_lists(ls)  # the first ``torch.`` after warm-up does not build them
     # jedi now holds millions of long-lived objects (torch's parsed stubs); a full garbage collection walking
     # them all would stall its requests for half a second at random moments. Freeze them out of collections,
     # and the server's own long-lived objects (the knowledge base) too.
