@@ -11,8 +11,10 @@ So after each step that leaves many such objects behind (the warm-up, indexing a
 newly opened file), :func:`settle` collects once and moves the survivors to the permanent generation. The
 collection walks only what is not frozen yet (what the step created), and later collections walk only what came
 after. Frozen objects are still freed when nothing refers to them (a replaced document's index: no cycles); only
-garbage cycles among them wait until the process ends: in jedi's process, the parso nodes that an edit replaces
-in a tree frozen when its file was opened, at most once per node.
+garbage cycles among them wait until the process ends. In jedi's process those are the inference state in use
+when a file was opened, once it is renewed (about 9,000 objects, measured on a timm file), and the parso nodes an
+edit replaces in a tree frozen when its file was opened: bounded by what each settle froze, not growing with
+edits or saves.
 """
 
 from __future__ import annotations

@@ -52,3 +52,30 @@ def test_an_item_with_its_documentation_inline_keeps_its_detail():
 def test_a_client_without_completion_capabilities_gets_the_detail():
     bare = SimpleNamespace(client_capabilities=SimpleNamespace(text_document=None))
     assert _client_resolves_detail(bare) is False
+
+
+def test_the_most_used_lists_are_built_and_converted_when_the_warm_up_ends():
+    import asyncio
+
+    from torchls.lsp.completion import _as_json, prepare_lists
+    from torchls.lsp.server import TorchLanguageServer
+    from torchls.session import Session
+
+    server = TorchLanguageServer()
+    server.protocol.client_capabilities = client_capabilities("visual-studio-code")  # as after `initialize`
+    server.session = Session()
+    try:
+        resolver = server.session.resolver
+        for _label, step in resolver.member_plan():  # the completion half of the warm-up
+            resolver.submit(step).result(180)
+        resolver.warm.set()
+        asyncio.run(prepare_lists(server))
+        prepared = {len(items): converted for items, converted in server.converted_lists.values()}
+        torch_items = next(
+            items for items, _ in server.converted_lists.values() if any(i.label == "randn" for i in items)
+        )
+        assert len(torch_items) > 1000, "torch's own members, not a provisional list"
+        assert _as_json(server, torch_items) is prepared[len(torch_items)], "the next keystroke reuses the conversion"
+        assert len(server.converted_lists) == 4  # torch., nn., F. and a tensor's members
+    finally:
+        server.session.close()
