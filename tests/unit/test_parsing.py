@@ -27,3 +27,26 @@ def test_hopeless_source_gives_an_empty_module():
 
 def test_nul_bytes_do_not_raise():
     assert isinstance(parse_tolerant("x = 1\0\n").tree, ast.Module)
+
+
+def test_a_half_typed_statement_alone_in_its_block_costs_only_its_own_line():
+    # The only statement of the ``if`` is being typed: blanking it empties the block, and Python then reports the
+    # ``elif`` below. That must not blank good lines one after another (it used to empty the whole module).
+    source = (
+        "import torch.nn as nn\n"
+        "def init(module):\n"
+        '    """初始化 🎲"""\n'
+        "    if isinstance(module, nn.Linear):\n"
+        "        if module.bias is not None:\n"
+        "            nn.init.\n"
+        "    elif hasattr(module, 'init_weights'):\n"
+        "        module.init_weights()\n"
+        "    else:\n"
+        "        pass\n"
+        "x = 1\n"
+    )
+    parsed = parse_tolerant(source)
+    assert parsed.blanked_lines == {5}
+    assert [type(node).__name__ for node in parsed.tree.body] == ["Import", "FunctionDef", "Assign"]
+    branch = parsed.tree.body[1].body[1].body[0]  # the inner ``if``: its body is a placeholder now
+    assert type(branch.body[0]).__name__ == "Pass"

@@ -75,6 +75,24 @@ def _blank(lines: list[str], index: int) -> bool:
     return True
 
 
+def _refill_emptied_block(lines: list[str], original: list[str], blanked: set[int], error: SyntaxError) -> bool:
+    """After blanking the only statement of a block (``nn.init.`` typed alone under an ``if``), Python reports
+    the line after the block ("expected an indented block"), which is fine. Put ``pass`` back where the blanked
+    statement was instead of blanking good lines one after another. True when it did."""
+    if not (isinstance(error, IndentationError) and str(error.msg).startswith("expected an indented block")):
+        return False
+    end = (error.lineno or 1) - 1
+    header = end - 1
+    while header >= 0 and not lines[header].split("#", 1)[0].rstrip().endswith(":"):
+        header -= 1
+    for index in sorted(blanked):
+        if header < index < end and not lines[index].strip():
+            source = original[index]
+            lines[index] = source[: len(source) - len(source.lstrip())] + "pass"
+            return True
+    return False
+
+
 def parse_tolerant(text: str) -> ParsedSource:
     """Parse ``text``; on syntax errors blank the offending lines and retry a bounded number of times.
 
@@ -85,6 +103,7 @@ def parse_tolerant(text: str) -> ParsedSource:
     except (SyntaxError, ValueError) as first:  # ValueError: NUL bytes in the source
         first_error = f"{getattr(first, 'lineno', '?')}: {getattr(first, 'msg', first)}"
     lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    original = list(lines)
     blanked: set[int] = set()
     for _ in range(_MAX_REPAIRS):
         try:
@@ -92,6 +111,8 @@ def parse_tolerant(text: str) -> ParsedSource:
             return ParsedSource(tree, frozenset(blanked), first_error)
         except SyntaxError as error:
             index = (error.lineno or 1) - 1
+            if _refill_emptied_block(lines, original, blanked, error):
+                continue
             # An unclosed bracket is reported where it opens, an indentation error on the line itself; when the
             # reported line is already blank, the culprit is the nearest non-blank line above it.
             while index >= 0 and not _blank(lines, index):
