@@ -33,8 +33,8 @@ async def complete(
     session: Session, uri: str, path: str | None, text: str, version: int | None, position: Position
 ) -> CompletionResult | None:
     """Completion at ``position`` (code points); None when torchls has nothing to offer there."""
-    document = session.index(uri, text, version)
-    lines = document.index.source.lines
+    document = session.index_for_line(uri, text, version, position.line)
+    lines = document.lines
     if position.line >= len(lines):
         return None
     if uri not in session.prefetched and session.resolver.warm.is_set():

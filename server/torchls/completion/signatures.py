@@ -103,8 +103,8 @@ def _active_parameter(signature: SignatureInfo, call: CallContext) -> int | None
 async def signature_help(
     session: Session, uri: str, path: str | None, text: str, version: int | None, position: Position
 ) -> SignatureResult | None:
-    document = session.index(uri, text, version)
-    lines = document.index.source.lines
+    document = session.index_for_line(uri, text, version, position.line)
+    lines = document.lines
     call = call_context(lines, position, document.index.statement_line_before(position.line))
     if call is None:
         return None
