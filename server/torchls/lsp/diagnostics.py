@@ -30,6 +30,7 @@ _SEVERITIES = {
     "hint": types.DiagnosticSeverity.Hint,
 }
 _executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="torchls-index")
+INDEX_PAUSE_SECONDS = 0.5  # after an edit: how long the user must pause before the new version is indexed
 
 
 def to_range(source: SourceText, span: Span, encoding: str) -> types.Range:
@@ -76,19 +77,20 @@ def _json_range(value: types.Range) -> dict:
     }
 
 
-def schedule(ls: TorchLanguageServer, uri: str, delay: float) -> None:
-    """Check ``uri`` after ``delay`` seconds, replacing any check of it still waiting or running."""
+def schedule(ls: TorchLanguageServer, uri: str, delay: float, edited: bool = False) -> None:
+    """Check ``uri`` after ``delay`` seconds, replacing any check of it still waiting or running. ``edited``: the
+    user is typing, so the version is indexed only once they pause (see _check_and_publish)."""
     pending = ls.diagnostic_tasks.pop(uri, None)
     if pending is not None:
         pending.cancel()
-    task = asyncio.get_running_loop().create_task(_check_and_publish(ls, uri, delay))
+    task = asyncio.get_running_loop().create_task(_check_and_publish(ls, uri, delay, edited))
     ls.diagnostic_tasks[uri] = task
     task.add_done_callback(
         lambda done: ls.diagnostic_tasks.pop(uri, None) if ls.diagnostic_tasks.get(uri) is done else None
     )
 
 
-async def _check_and_publish(ls: TorchLanguageServer, uri: str, delay: float) -> None:
+async def _check_and_publish(ls: TorchLanguageServer, uri: str, delay: float, edited: bool = False) -> None:
     if delay > 0:
         await asyncio.sleep(delay)
     if ls.session is None:
@@ -109,7 +111,12 @@ async def _check_and_publish(ls: TorchLanguageServer, uri: str, delay: float) ->
         types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics, version=version)
     )
     # Then, while the user reads or pauses, index this version for hover and completion. Not alongside the check:
-    # a thread indexing here would hold the GIL just when the findings arrive, and delay them by 30 ms.
+    # a thread indexing here would hold the GIL just when the findings arrive, and delay them by 30 ms. Not while
+    # the user types either: ``ast.parse`` holds the GIL for its whole run (100 ms on a 2,000-line file), and a
+    # keystroke's completion would wait for it; completion on the line being typed reuses the last index
+    # (Session.index_for_line). The next edit cancels this task, pause included.
+    if edited:
+        await asyncio.sleep(INDEX_PAUSE_SECONDS)
     try:
         await asyncio.get_running_loop().run_in_executor(_executor, _index, ls, uri, text, version)
     except Exception:

@@ -24,7 +24,7 @@ def register(server: TorchLanguageServer) -> None:
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: TorchLanguageServer, params: types.DidChangeTextDocumentParams) -> None:
-        diagnostics.schedule(ls, params.text_document.uri, _debounce(ls))
+        diagnostics.schedule(ls, params.text_document.uri, _debounce(ls), edited=True)
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
     def did_save(ls: TorchLanguageServer, params: types.DidSaveTextDocumentParams) -> None:
