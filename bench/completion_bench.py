@@ -18,6 +18,12 @@ response, and the peak memory of each server and its child processes.
     python bench/completion_bench.py                                # torchls on 6 timm files
     python bench/completion_bench.py --compare jedi-language-server
     python bench/completion_bench.py --files 12 --per-file 20 --fresh-cache
+    python bench/completion_bench.py --typing      # as if the dot had just been typed (see below)
+
+``--typing``: before each completion the line is cut just after the dot (``attn = attn.``), as the editor sends it
+when the user has just typed the dot, and restored afterwards (``didChange`` both times), 0.3 s before the cut at
+the next place, as a user moves on. Each such request then meets a new document version with a syntax error on
+the cursor's line, as while typing.
 """
 
 from __future__ import annotations
@@ -157,6 +163,9 @@ async def _wait_for_warm_up(progress: dict[object, list[str]], timeout: float) -
     return time.perf_counter() - began if progress else 0.0
 
 
+_MOVE_SECONDS = 0.3  # --typing: between finishing at one place and typing the dot at the next
+
+
 def _items(result) -> list[types.CompletionItem]:
     if result is None:
         return []
@@ -170,6 +179,7 @@ async def run_server(
     cache: Path | None,
     settle: float,
     verbose: bool = False,
+    typing: bool = False,
 ) -> Result:
     result = Result(name)
     client, result.initialize_ms = await start_server(name, _capabilities(), workspace, cache)
@@ -218,6 +228,20 @@ async def run_server(
             print(f"  {name} {method:<14}{elapsed:8.1f} ms  {where}", file=sys.stderr)
         return answer
 
+    versions: dict[str, int] = {}
+
+    def change(uri: str, line: int, start: int, end: int, text: str) -> None:
+        """Replace part of one line of an open document (``opened`` sent version 1)."""
+        versions[uri] = versions.get(uri, 1) + 1
+        edit = types.TextDocumentContentChangePartial(
+            range=types.Range(types.Position(line, start), types.Position(line, end)), text=text
+        )
+        client.text_document_did_change(
+            types.DidChangeTextDocumentParams(
+                types.VersionedTextDocumentIdentifier(version=versions[uri], uri=uri), [edit]
+            )
+        )
+
     for path, requests in files:
         if path.as_uri() not in opened:
             open_file(path)
@@ -232,6 +256,10 @@ async def run_server(
             return f"{path.name}:{line + 1}: {text[:cut].strip()[-50:]}|{text[cut:].strip()[:30]}"
 
         for line, column, used in requests.completions:
+            rest = lines[line].encode("utf-16-le")[column * 2 :].decode("utf-16-le")
+            line_end = column + len(rest.encode("utf-16-le")) // 2
+            if typing:
+                change(uri, line, column, line_end, "")  # the user has just typed the dot
             answer = await timed(
                 "completion",
                 client.text_document_completion_async(types.CompletionParams(document, types.Position(line, column))),
@@ -243,6 +271,9 @@ async def run_server(
             if chosen is not None:
                 resolved = await timed("resolve", client.completion_item_resolve_async(chosen), used)
                 result.answered["resolve"] += resolved is not None and resolved.documentation is not None
+            if typing:
+                change(uri, line, column, column, rest)  # back to the real file for the next place
+                await asyncio.sleep(_MOVE_SECONDS)  # the user moves to the next place
         for line, column in requests.signatures:
             answer = await timed(
                 "signatureHelp",
@@ -305,6 +336,9 @@ def main() -> int:
     parser.add_argument(
         "--fresh-cache", action="store_true", help="start torchls with an empty cache (as on the first start ever)"
     )
+    parser.add_argument(
+        "--typing", action="store_true", help="cut each completion's line after the dot first, as just typed"
+    )
     args = parser.parse_args()
     if not (args.corpus / args.package).is_dir():
         print(f"no corpus at {args.corpus}; run: bash ../shared/tools/real-corpus.sh {args.corpus}", file=sys.stderr)
@@ -320,7 +354,7 @@ def main() -> int:
     cache = Path(tempfile.mkdtemp(prefix="torchls-bench-")) if args.fresh_cache else None
     names = ["torchls"] + ([args.compare] if args.compare else [])
     results = [
-        asyncio.run(run_server(name, files, args.corpus / args.package, cache, args.settle, args.verbose))
+        asyncio.run(run_server(name, files, args.corpus / args.package, cache, args.settle, args.verbose, args.typing))
         for name in names
     ]
     print_table(results)
