@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import json
 
 from lsprotocol import types
 
-from torchls.lsp.server import TorchLanguageServer
+from torchls.lsp.server import EncodedResult, TorchLanguageServer
 
 TRIGGER_CHARACTERS = [".", "(", ",", "=", "'", '"']
 
@@ -52,18 +53,18 @@ def _client_resolves_detail(ls: TorchLanguageServer) -> bool:
     return "detail" in item.resolve_support.properties
 
 
-def _as_json(ls: TorchLanguageServer, items: list) -> list[dict]:
-    """The items as JSON-ready dicts; a cached list (``torch.``'s 1,100 members) is converted only once."""
+def _as_json(ls: TorchLanguageServer, items: list) -> str:
+    """The items as a JSON array; a cached list (``torch.``'s 1,100 members) is converted and encoded only once."""
     cached = ls.converted_lists.get(id(items))
     if cached is not None and cached[0] is items:
         return cached[1]
     lazy_detail = _client_resolves_detail(ls)
-    converted = [ls.protocol._converter.unstructure(_to_lsp(item, lazy_detail)) for item in items]
+    encoded = json.dumps([ls.protocol._converter.unstructure(_to_lsp(item, lazy_detail)) for item in items])
     if len(items) > 100:
         if len(ls.converted_lists) >= 64:  # lists of a knowledge base reloaded since: let them go
             ls.converted_lists.clear()
-        ls.converted_lists[id(items)] = (items, converted)
-    return converted
+        ls.converted_lists[id(items)] = (items, encoded)
+    return encoded
 
 
 # The member lists most keystrokes ask for: built and converted once the warm-up has listed them.
@@ -90,7 +91,7 @@ def register(server: TorchLanguageServer) -> None:
         types.TEXT_DOCUMENT_COMPLETION,
         types.CompletionOptions(trigger_characters=TRIGGER_CHARACTERS, resolve_provider=True),
     )
-    async def on_completion(ls: TorchLanguageServer, params: types.CompletionParams) -> dict | None:
+    async def on_completion(ls: TorchLanguageServer, params: types.CompletionParams) -> EncodedResult | None:
         if ls.session is None:
             return None
         from torchls.completion import complete  # with the first completion, not at start-up
@@ -102,8 +103,9 @@ def register(server: TorchLanguageServer) -> None:
         result = await complete(ls.session, document.uri, document.path, document.source, document.version, position)
         if result is None:
             return None
-        # A plain dict: pygls would otherwise convert every item of a long list again on each keystroke.
-        return {"isIncomplete": result.is_incomplete, "items": _as_json(ls, result.items)}
+        # Encoded here: pygls would otherwise convert and encode every item of a long list again on each keystroke.
+        incomplete = "true" if result.is_incomplete else "false"
+        return EncodedResult(f'{{"isIncomplete": {incomplete}, "items": {_as_json(ls, result.items)}}}')
 
     @server.feature(types.COMPLETION_ITEM_RESOLVE)
     async def on_resolve(ls: TorchLanguageServer, item: types.CompletionItem) -> types.CompletionItem:
