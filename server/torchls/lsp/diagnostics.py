@@ -97,6 +97,9 @@ async def _check_and_publish(ls: TorchLanguageServer, uri: str, delay: float, ed
         return
     document = ls.workspace.get_text_document(uri)
     version, text = document.version, document.source
+    indexed = None
+    if not edited:  # just opened (or saved): index now, beside the check in its process, for the first request
+        indexed = asyncio.get_running_loop().run_in_executor(_executor, _index, ls, uri, text, version)
     try:
         result = await asyncio.wrap_future(ls.session.check_in_background(text))
     except Exception:  # a checker bug must never take the server down; the document just gets no findings
@@ -110,23 +113,28 @@ async def _check_and_publish(ls: TorchLanguageServer, uri: str, delay: float, ed
     ls.text_document_publish_diagnostics(
         types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics, version=version)
     )
-    # Then, while the user reads or pauses, index this version for hover and completion. Not alongside the check:
-    # a thread indexing here would hold the GIL just when the findings arrive, and delay them by 30 ms. Not while
-    # the user types either: ``ast.parse`` holds the GIL for its whole run (100 ms on a 2,000-line file), and a
-    # keystroke's completion would wait for it; completion on the line being typed reuses the last index
-    # (Session.index_for_line). The next edit cancels this task, pause included.
-    if edited:
-        await asyncio.sleep(INDEX_PAUSE_SECONDS)
-    try:
+    # After an edit, index this version for hover and completion once the user pauses: not alongside the check
+    # (a thread indexing then holds the GIL just when the findings arrive, +30 ms), and not while the user types:
+    # ``ast.parse`` holds the GIL for its whole run (100 ms on a 2,000-line file), and a keystroke's completion
+    # would wait for it; completion on the line being typed reuses the last index (Session.index_for_line). The
+    # next edit cancels this task, pause included; nor once the user works in another document, whose requests
+    # it would stall. A document just opened was indexed beside its check.
+    if indexed is not None:
+        await indexed
+        return
+    await asyncio.sleep(INDEX_PAUSE_SECONDS)
+    if ls.active_uri == uri:  # the user moved on to another document: index this one when it is asked about
         await asyncio.get_running_loop().run_in_executor(_executor, _index, ls, uri, text, version)
-    except Exception:
-        log.exception("indexing %s failed", uri)
 
 
 def _index(ls: TorchLanguageServer, uri: str, text: str, version: int | None) -> None:
     """While the user reads or pauses: the version's index, and the torch names completion will prefetch."""
-    assert ls.session is not None
-    ls.session.index(uri, text, version).index.torch_uses()
+    if ls.session is None:
+        return
+    try:
+        ls.session.index(uri, text, version).index.torch_uses()
+    except Exception:  # an indexing bug costs the fast path for this version, never the server
+        log.exception("indexing %s failed", uri)
     memory.settle()  # the index lives until the next version: keep it out of collections that stall requests
 
 

@@ -15,6 +15,7 @@ def _debounce(ls: TorchLanguageServer) -> float:
 def register(server: TorchLanguageServer) -> None:
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: TorchLanguageServer, params: types.DidOpenTextDocumentParams) -> None:
+        ls.active_uri = params.text_document.uri
         diagnostics.schedule(ls, params.text_document.uri, 0)
         if ls.session is not None and "torch" in params.text_document.text:
             # jedi parses in the background now, not on the first completion that needs it.
@@ -24,6 +25,7 @@ def register(server: TorchLanguageServer) -> None:
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: TorchLanguageServer, params: types.DidChangeTextDocumentParams) -> None:
+        ls.active_uri = params.text_document.uri
         diagnostics.schedule(ls, params.text_document.uri, _debounce(ls), edited=True)
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
