@@ -78,6 +78,8 @@ class Result:
     answered: dict[str, int] = field(default_factory=lambda: dict.fromkeys(METHODS, 0))
     rss_server_mb: float = 0.0
     rss_children_mb: float = 0.0
+    failed: list[str] = field(default_factory=list)  # requests without an answer (timeout, error), and why
+    exited: str | None = None  # how the server ended, when it ended during the run
 
 
 def _spread(items: list, count: int) -> list:
@@ -163,6 +165,13 @@ async def _wait_for_warm_up(progress: dict[object, list[str]], timeout: float) -
     return time.perf_counter() - began if progress else 0.0
 
 
+_REQUEST_TIMEOUT_SECONDS = 60.0  # a request unanswered this long counts as failed, at this latency
+
+
+class _ServerExited(Exception):
+    """The server process ended in the middle of the run."""
+
+
 _MOVE_SECONDS = 0.3  # --typing: between finishing at one place and typing the dot at the next
 
 
@@ -221,11 +230,17 @@ async def run_server(
 
     async def timed(method: str, request, where: str) -> object:
         began = time.perf_counter()
-        answer = await request
+        try:
+            answer = await asyncio.wait_for(request, _REQUEST_TIMEOUT_SECONDS)
+        except Exception as error:  # no answer in time, an error response, the server gone: counted, not hidden
+            answer = None
+            result.failed.append(f"{method} at {where}: {type(error).__name__} {error}".strip())
         elapsed = (time.perf_counter() - began) * 1000
         result.latencies[method].append(elapsed)
         if verbose:
             print(f"  {name} {method:<14}{elapsed:8.1f} ms  {where}", file=sys.stderr)
+        if client._server is not None and client._server.returncode is not None:  # type: ignore[union-attr]
+            raise _ServerExited(client._server.returncode)  # type: ignore[union-attr]
         return answer
 
     versions: dict[str, int] = {}
@@ -242,49 +257,59 @@ async def run_server(
             )
         )
 
-    for path, requests in files:
-        if path.as_uri() not in opened:
-            open_file(path)
-            await asyncio.sleep(settle)  # a user reads a file before typing in it
-        uri = path.as_uri()
-        document = types.TextDocumentIdentifier(uri)
-        lines = path.read_text(encoding="utf-8").splitlines()
+    async def every_request() -> None:
+        for path, requests in files:
+            if path.as_uri() not in opened:
+                open_file(path)
+                await asyncio.sleep(settle)  # a user reads a file before typing in it
+            uri = path.as_uri()
+            document = types.TextDocumentIdentifier(uri)
+            lines = path.read_text(encoding="utf-8").splitlines()
 
-        def where(line: int, column: int, lines: list[str] = lines, path: Path = path) -> str:
-            text = lines[line]
-            cut = len(text.encode("utf-16-le")[: column * 2].decode("utf-16-le"))
-            return f"{path.name}:{line + 1}: {text[:cut].strip()[-50:]}|{text[cut:].strip()[:30]}"
+            def where(line: int, column: int, lines: list[str] = lines, path: Path = path) -> str:
+                text = lines[line]
+                cut = len(text.encode("utf-16-le")[: column * 2].decode("utf-16-le"))
+                return f"{path.name}:{line + 1}: {text[:cut].strip()[-50:]}|{text[cut:].strip()[:30]}"
 
-        for line, column, used in requests.completions:
-            rest = lines[line].encode("utf-16-le")[column * 2 :].decode("utf-16-le")
-            line_end = column + len(rest.encode("utf-16-le")) // 2
-            if typing:
-                change(uri, line, column, line_end, "")  # the user has just typed the dot
-            answer = await timed(
-                "completion",
-                client.text_document_completion_async(types.CompletionParams(document, types.Position(line, column))),
-                where(line, column),
-            )
-            items = _items(answer)
-            result.answered["completion"] += bool(items)
-            chosen = next((item for item in items if item.label == used), None)
-            if chosen is not None:
-                resolved = await timed("resolve", client.completion_item_resolve_async(chosen), used)
-                result.answered["resolve"] += resolved is not None and resolved.documentation is not None
-            if typing:
-                change(uri, line, column, column, rest)  # back to the real file for the next place
-                await asyncio.sleep(_MOVE_SECONDS)  # the user moves to the next place
-        for line, column in requests.signatures:
-            answer = await timed(
-                "signatureHelp",
-                client.text_document_signature_help_async(
-                    types.SignatureHelpParams(document, types.Position(line, column))
-                ),
-                where(line, column),
-            )
-            if verbose and not (answer and answer.signatures):
-                print("    (no signature help)", file=sys.stderr)
-            result.answered["signatureHelp"] += bool(answer and answer.signatures)
+            for line, column, used in requests.completions:
+                rest = lines[line].encode("utf-16-le")[column * 2 :].decode("utf-16-le")
+                line_end = column + len(rest.encode("utf-16-le")) // 2
+                if typing:
+                    change(uri, line, column, line_end, "")  # the user has just typed the dot
+                answer = await timed(
+                    "completion",
+                    client.text_document_completion_async(
+                        types.CompletionParams(document, types.Position(line, column))
+                    ),
+                    where(line, column),
+                )
+                items = _items(answer)
+                result.answered["completion"] += bool(items)
+                chosen = next((item for item in items if item.label == used), None)
+                if chosen is not None:
+                    resolved = await timed("resolve", client.completion_item_resolve_async(chosen), used)
+                    result.answered["resolve"] += resolved is not None and resolved.documentation is not None
+                if typing:
+                    change(uri, line, column, column, rest)  # back to the real file for the next place
+                    await asyncio.sleep(_MOVE_SECONDS)  # the user moves to the next place
+            for line, column in requests.signatures:
+                answer = await timed(
+                    "signatureHelp",
+                    client.text_document_signature_help_async(
+                        types.SignatureHelpParams(document, types.Position(line, column))
+                    ),
+                    where(line, column),
+                )
+                if verbose and not (answer and answer.signatures):
+                    print("    (no signature help)", file=sys.stderr)
+                result.answered["signatureHelp"] += bool(answer and answer.signatures)
+
+    try:
+        await every_request()
+    except _ServerExited as exited:
+        tail = "\n".join(getattr(client, "stderr_tail", []))
+        result.exited = f"exited with code {exited.args[0]} during the run; the end of its stderr:\n{tail}"
+        return result
     result.rss_server_mb, result.rss_children_mb = peak_memory_mb(client)
     await stop_server(client)
     return result
@@ -313,6 +338,13 @@ def print_table(results: list[Result]) -> None:
             f"{r.server:<22}{r.initialize_ms:>9.0f}{r.first_completion_ms:>19.0f}{r.first_completion_items:>7}"
             f"{r.warm_up_s:>11.1f}{r.rss_server_mb:>9.0f}{r.rss_children_mb:>11.0f}"
         )
+    for r in results:
+        if r.exited:
+            print(f"\n{r.server} {r.exited}")
+        if r.failed:
+            print(f"\n{r.server}: {len(r.failed)} requests without an answer (counted at the time waited):")
+            for line in r.failed[:10]:
+                print(f"  {line}")
     if len(results) == 2:
         a, b = results
         print()

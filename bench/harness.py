@@ -4,6 +4,8 @@ percentiles, the torch imports of a real file, and picking the corpus files with
 from __future__ import annotations
 
 import ast
+import asyncio
+import collections
 import gc
 import os
 import subprocess
@@ -54,6 +56,12 @@ async def start_server(
     env = {**os.environ, "TORCHLS_CACHE_DIR": str(cache)}
     started = time.perf_counter()
     await client.start_io(*SERVERS[name], env=env)
+    # pygls's client pipes the server's stderr and never reads it: a server that logs 64 KB (jedi-language-server
+    # logs every failed request) then blocks on its next log line, and the benchmark waits forever. Drain it,
+    # keeping the end for the report of a server that fails.
+    client.stderr_tail = collections.deque(maxlen=40)  # type: ignore[attr-defined]
+    drain = asyncio.create_task(_drain(client._server.stderr, client.stderr_tail))  # type: ignore[union-attr,attr-defined]
+    client.stderr_drain = drain  # type: ignore[attr-defined]  # a reference, so the task is not collected
     options = {"workspace": {"environmentPath": sys.executable}} if name == "jedi-language-server" else None
     await client.initialize_async(
         types.InitializeParams(capabilities=capabilities, root_uri=workspace.as_uri(), initialization_options=options)
@@ -61,6 +69,11 @@ async def start_server(
     elapsed = (time.perf_counter() - started) * 1000
     client.initialized(types.InitializedParams())
     return client, elapsed
+
+
+async def _drain(stream: asyncio.StreamReader, tail: collections.deque) -> None:
+    while line := await stream.readline():
+        tail.append(line.decode("utf-8", "replace").rstrip())
 
 
 async def stop_server(client: LanguageClient) -> None:
