@@ -43,7 +43,7 @@ def _path_of(uri: str) -> str | None:
     parsed = urllib.parse.urlparse(uri)
     if parsed.scheme != "file":
         return None
-    return urllib.request.url2pathname(urllib.parse.unquote(parsed.path))
+    return urllib.request.url2pathname(parsed.path)  # which also decodes %-escapes
 
 
 @dataclass(slots=True)

@@ -64,3 +64,10 @@ def test_an_added_line_builds_a_new_index(session):
     first = session.index(URI, TEXT, 1)
     document = session.index_for_line(URI, TEXT.replace("    z = y.view(3)\n", "    z = y.view(3)\n    \n"), 2, 5)
     assert document.index is not first.index
+
+
+def test_a_documents_path_comes_from_its_file_uri_once_decoded():
+    from torchls.session import _path_of
+
+    assert _path_of("file:///tmp/%E4%B8%AD%E6%96%87/100%25%20%F0%9F%8E%89.py") == "/tmp/中文/100% 🎉.py"
+    assert _path_of("untitled:Untitled-1") is None  # an unsaved buffer: no project to look into
