@@ -91,6 +91,15 @@ def vscode_initialize(root: Path, options: object = None) -> types.InitializePar
     )
 
 
+async def start_warm_in(client: LanguageClient, root: Path) -> None:
+    """Initialize like VS Code in the workspace ``root`` and wait for the warm-up. Tests name their documents
+    ``root/case_N.py`` with ``client.documents`` counting them."""
+    await client.initialize_session(vscode_initialize(root))
+    client.root = root  # type: ignore[attr-defined]
+    client.documents = 0  # type: ignore[attr-defined]
+    await wait_until_warm(client)
+
+
 async def wait_until_warm(client: LanguageClient, timeout: float = 180.0) -> list:
     """Wait for the server's warm-up ``$/progress`` to end; returns that token's reports."""
     import asyncio

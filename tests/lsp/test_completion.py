@@ -18,7 +18,7 @@ from pytest_lsp import LanguageClient
 
 from torchls.kb.base import KnowledgeBase
 
-from .helpers import open_document, server_config, vscode_initialize, wait_until_warm
+from .helpers import open_document, server_config, start_warm_in
 
 CURSOR = "‸"
 
@@ -54,11 +54,7 @@ def kb() -> KnowledgeBase:
 
 @pytest_lsp.fixture(config=server_config(Path(tempfile.mkdtemp(prefix="torchls-cache-"))), scope="module")
 async def client(lsp_client: LanguageClient, tmp_path_factory):
-    root = tmp_path_factory.mktemp("workspace")
-    await lsp_client.initialize_session(vscode_initialize(root))
-    lsp_client.root = root
-    lsp_client.documents = 0
-    await wait_until_warm(lsp_client)
+    await start_warm_in(lsp_client, tmp_path_factory.mktemp("workspace"))
     # Every test below needs jedi to read torch; if it cannot, say why once rather than fail each test vaguely.
     assert not [m.message for m in lsp_client.messages if "torch" in m.message], lsp_client.messages
     yield

@@ -13,7 +13,7 @@ from pytest_lsp import ClientServerConfig, LanguageClient
 
 from torchls.kb.base import KnowledgeBase
 
-from .helpers import SERVER_COMMAND, _recording_client, open_document, vscode_initialize, wait_for, wait_until_warm
+from .helpers import SERVER_COMMAND, _recording_client, open_document, start_warm_in, wait_for
 from .test_completion import HEADER, by_label, complete, signature, summary_of
 from .test_diagnostics import SOURCE as SOFTMAX_BEFORE_CROSS_ENTROPY
 
@@ -28,11 +28,7 @@ def _config() -> ClientServerConfig:
 
 @pytest_lsp.fixture(config=_config(), scope="module")
 async def client(lsp_client: LanguageClient, tmp_path_factory):
-    root = tmp_path_factory.mktemp("workspace")
-    await lsp_client.initialize_session(vscode_initialize(root))
-    lsp_client.root = root
-    lsp_client.documents = 0
-    await wait_until_warm(lsp_client)
+    await start_warm_in(lsp_client, tmp_path_factory.mktemp("workspace"))
     yield
     await lsp_client.shutdown_session()
 

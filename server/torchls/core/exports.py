@@ -83,12 +83,8 @@ def _assigned(statement: ast.stmt) -> list[str]:
     targets: list[ast.expr] = []
     if isinstance(statement, ast.Assign):
         targets = statement.targets
-    elif isinstance(statement, ast.AnnAssign | ast.AugAssign):
+    elif isinstance(statement, ast.AnnAssign | ast.AugAssign | ast.For):
         targets = [statement.target]
-    elif isinstance(statement, ast.For | ast.With):
-        targets = (
-            [statement.target]
-            if isinstance(statement, ast.For)
-            else [item.optional_vars for item in statement.items if item.optional_vars is not None]
-        )
+    elif isinstance(statement, ast.With):
+        targets = [item.optional_vars for item in statement.items if item.optional_vars is not None]
     return [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]

@@ -114,7 +114,6 @@ class ModuleIndex:
         self._identifiers: dict[int, list[_Identifier]] = defaultdict(list)
         self._scopes: list[tuple[int, int, ast.AST, ast.ClassDef | None]] = []  # functions: lines, node, class
         self._enclosing: dict[ast.AST, ast.AST] = {}  # a function or lambda -> the scope it is defined in
-        self._forward_results: dict[str, Value] = {}  # classes whose forward is proven to return a tensor
         self._function_results: dict[ast.AST, Value] = {}  # functions proven to return a torch value
         self._branch_marks: dict[int, dict[int, int]] | None = None  # line -> {if statement: branch}; see below
         self._if_else: list[ast.If] = []  # every ``if`` with an ``else`` (or ``elif``), for _branch_marks
@@ -866,16 +865,8 @@ class ModuleIndex:
     def _annotation_yields_tensors(self, annotation: ast.expr) -> bool:
         """True for ``Tuple[Tensor, Tensor]``, ``tuple[Tensor, ...]``, ``List[Tensor]``: unpacking or iterating
         a value so annotated gives tensors."""
-        if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
-            try:
-                annotation = ast.parse(annotation.value, mode="eval").body
-            except SyntaxError:
-                return False
-        if not isinstance(annotation, ast.Subscript):
-            return False
-        head = annotation.value
-        name = head.attr if isinstance(head, ast.Attribute) else head.id if isinstance(head, ast.Name) else ""
-        if name not in ("Tuple", "tuple", "List", "list", "Sequence"):
+        annotation = _unquoted(annotation)
+        if not isinstance(annotation, ast.Subscript) or _generic_name(annotation) not in _SEQUENCE_GENERICS:
             return False
         elements = annotation.slice.elts if isinstance(annotation.slice, ast.Tuple) else [annotation.slice]
         elements = [e for e in elements if not (isinstance(e, ast.Constant) and e.value is Ellipsis)]
@@ -910,34 +901,18 @@ class ModuleIndex:
     def _forward_result(self, class_name: str, depth: int = 0) -> Value | None:
         """What the ``forward`` a module class of this file runs when called (its own or a local base's)
         returns: a tensor when annotated ``-> torch.Tensor``, or, without an annotation, when every ``return`` in
-        it returns a value the file proves is a tensor. Nothing when the class defines ``__call__`` itself."""
-        if class_name in self._forward_results:
-            return self._forward_results[class_name]
+        it returns a value the file proves is a tensor. Nothing when it or a local base defines ``__call__``."""
         base = self._torch_base(class_name)
         if base is None or not (base == "torch.nn.Module" or facts.is_module_class(base)):
             return None
-        seen: set[str] = set()
-        owner = class_name
-        while owner in self.classes and owner not in seen:
-            seen.add(owner)
-            info = self.classes[owner]
-            for node in info.node.body:
-                if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name == "__call__":
-                    return None
-                if isinstance(node, ast.FunctionDef) and node.name == "forward":
-                    if node.returns is not None:
-                        annotated = self.qualify_annotation(node.returns)
-                        result = Value(facts.TENSOR) if annotated == facts.TENSOR else None
-                    else:
-                        result = self._returned_tensor(node, info.node, depth + 1)
-                    if result is not None:  # a failure may come from the depth limit: not remembered
-                        self._forward_results[class_name] = result
-                    return result
-            local = [b.id for b in info.node.bases if isinstance(b, ast.Name) and b.id in self.classes]
-            if not local:
-                return None
-            owner = local[0]
-        return None
+        found = self._method(class_name, "forward")
+        if found is None or self._method(class_name, "__call__") is not None:
+            return None
+        forward, owner = found
+        if not isinstance(forward, ast.FunctionDef):
+            return None
+        result = self._function_result(forward, owner, depth)
+        return result if result == Value(facts.TENSOR) else None
 
     def _returned_tensor(self, function: ast.FunctionDef, klass: ast.ClassDef | None, depth: int) -> Value | None:
         """A tensor when the function returns on every path through a ``return`` of a proven tensor: at least
@@ -1107,22 +1082,36 @@ def qualify(expr: ast.expr, imports: dict[str, str]) -> str | None:
 def qualify_annotation(annotation: ast.expr, imports: dict[str, str]) -> str | None:
     """The class an annotation names: ``torch.Tensor``, ``Optional[Tensor]``, ``Tensor | None``,
     ``"torch.Tensor"``. An optional value is still that class wherever its members are used."""
-    if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
-        try:
-            annotation = ast.parse(annotation.value, mode="eval").body
-        except SyntaxError:
-            return None
-    if isinstance(annotation, ast.Subscript):
-        head = annotation.value
-        name = head.attr if isinstance(head, ast.Attribute) else head.id if isinstance(head, ast.Name) else ""
-        if name == "Optional":
-            return qualify_annotation(annotation.slice, imports)
+    unquoted = _unquoted(annotation)
+    if unquoted is None:
         return None
+    annotation = unquoted
+    if isinstance(annotation, ast.Subscript):
+        return qualify_annotation(annotation.slice, imports) if _generic_name(annotation) == "Optional" else None
     if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
         sides = [annotation.left, annotation.right]
         real = [side for side in sides if not (isinstance(side, ast.Constant) and side.value is None)]
         return qualify_annotation(real[0], imports) if len(real) == 1 else None
     return qualify(annotation, imports)
+
+
+def _unquoted(annotation: ast.expr) -> ast.expr | None:
+    """A string annotation (``"torch.Tensor"``) as the expression it spells; other annotations as they are."""
+    if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+        try:
+            return ast.parse(annotation.value, mode="eval").body
+        except SyntaxError:
+            return None
+    return annotation
+
+
+def _generic_name(annotation: ast.Subscript) -> str:
+    """``Optional`` for ``Optional[...]`` and ``typing.Optional[...]``."""
+    head = annotation.value
+    return head.attr if isinstance(head, ast.Attribute) else head.id if isinstance(head, ast.Name) else ""
+
+
+_SEQUENCE_GENERICS = frozenset({"Tuple", "tuple", "List", "list", "Sequence"})
 
 
 def keeps_result(decorator: ast.expr, imports: dict[str, str]) -> bool:
