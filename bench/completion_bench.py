@@ -49,7 +49,9 @@ from harness import (
     pick_files,
     start_server,
     stop_server,
+    track_progress,
     utf16_column,
+    wait_for_warm_up,
 )
 
 METHODS = ("completion", "resolve", "signatureHelp")
@@ -154,17 +156,6 @@ def _capabilities() -> types.ClientCapabilities:
     )
 
 
-async def _wait_for_warm_up(progress: dict[object, list[str]], timeout: float) -> float:
-    """Seconds until every ``$/progress`` the server began has ended (0 for servers that report none)."""
-    began = time.perf_counter()
-    await asyncio.sleep(0.5)  # a server that reports progress has begun by now
-    while progress and not all(kinds and kinds[-1] == "end" for kinds in progress.values()):
-        if time.perf_counter() - began > timeout:
-            break
-        await asyncio.sleep(0.05)
-    return time.perf_counter() - began if progress else 0.0
-
-
 _REQUEST_TIMEOUT_SECONDS = 60.0  # a request unanswered this long counts as failed, at this latency
 
 
@@ -192,17 +183,7 @@ async def run_server(
 ) -> Result:
     result = Result(name)
     client, result.initialize_ms = await start_server(name, _capabilities(), workspace, cache)
-    progress: dict[object, list[str]] = {}  # token -> the kinds reported so far
-
-    @client.feature(types.WINDOW_WORK_DONE_PROGRESS_CREATE)
-    def _create(params: types.WorkDoneProgressCreateParams) -> None:
-        progress.setdefault(params.token, [])
-
-    @client.feature(types.PROGRESS)
-    def _progress(params: types.ProgressParams) -> None:
-        value = params.value
-        kind = value.get("kind") if isinstance(value, dict) else getattr(value, "kind", None)
-        progress.setdefault(params.token, []).append(str(kind))
+    progress = track_progress(client)
 
     opened: set[str] = set()
 
@@ -226,7 +207,7 @@ async def run_server(
     )
     result.first_completion_ms = (time.perf_counter() - began) * 1000
     result.first_completion_items = len(_items(first))
-    result.warm_up_s = await _wait_for_warm_up(progress, timeout=300)
+    result.warm_up_s = await wait_for_warm_up(progress, timeout=300)
 
     async def timed(method: str, request, where: str) -> object:
         began = time.perf_counter()

@@ -71,6 +71,34 @@ async def start_server(
     return client, elapsed
 
 
+def track_progress(client: LanguageClient) -> dict[object, list[str]]:
+    """Record the ``$/progress`` reports a server sends: token -> the kinds reported so far (begin, report, end)."""
+    progress: dict[object, list[str]] = {}
+
+    @client.feature(types.WINDOW_WORK_DONE_PROGRESS_CREATE)
+    def _create(params: types.WorkDoneProgressCreateParams) -> None:
+        progress.setdefault(params.token, [])
+
+    @client.feature(types.PROGRESS)
+    def _progress(params: types.ProgressParams) -> None:
+        value = params.value
+        kind = value.get("kind") if isinstance(value, dict) else getattr(value, "kind", None)
+        progress.setdefault(params.token, []).append(str(kind))
+
+    return progress
+
+
+async def wait_for_warm_up(progress: dict[object, list[str]], timeout: float) -> float:
+    """Seconds until every ``$/progress`` the server began has ended (0 for servers that report none)."""
+    began = time.perf_counter()
+    await asyncio.sleep(0.5)  # a server that reports progress has begun by now
+    while progress and not all(kinds and kinds[-1] == "end" for kinds in progress.values()):
+        if time.perf_counter() - began > timeout:
+            break
+        await asyncio.sleep(0.05)
+    return time.perf_counter() - began if progress else 0.0
+
+
 async def _drain(stream: asyncio.StreamReader, tail: collections.deque) -> None:
     while line := await stream.readline():
         tail.append(line.decode("utf-8", "replace").rstrip())

@@ -1,7 +1,8 @@
 """What the user's installed torch says about a symbol: real signatures and English parameter docs.
 
 Produced by :mod:`torchls.resolve` from jedi, consumed by :mod:`torchls.kb.render`; kept here so neither of
-those two depends on the other.
+those two depends on the other. These are also the answer types that cross the pipe from the jedi process
+(:mod:`torchls.jedi_wire`), so they must stay importable by this module's name in both processes.
 """
 
 from __future__ import annotations
@@ -23,6 +24,14 @@ class SymbolDoc:
     param_names: tuple[str, ...] = ()
     param_docs: dict[str, str] = field(default_factory=dict)
     docstring: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class JediHit:
+    """What jedi found under the cursor."""
+
+    doc: SymbolDoc
+    is_instance: bool  # the cursor is on a value whose class is ``doc.name`` (``self.fc`` -> Linear)
 
 
 def parse_param_docs(docstring: str) -> dict[str, str]:

@@ -8,9 +8,9 @@ event loop keeps the GIL to itself and the operating system shares the cores.
 
 Both sides live here: :class:`JediHost` is the child's jedi (one environment, one shared inference state) and
 :func:`main` its request loop; :class:`HostProcess` is the server's handle on the child. Requests go one at a
-time, as ``(method, arguments)`` pickles on the child's stdin, answers come back on its stdout; each frame is a
-4-byte length and a pickle. Both ends are the same installed torchls. The child ends when its stdin closes, so it
-never outlives the server.
+time, as ``(method, arguments)`` frames on the child's stdin, answers come back on its stdout, as plain data only
+(:mod:`torchls.jedi_wire`: this module is the child's ``__main__``, so no type defined here may cross). Both ends
+are the same installed torchls. The child ends when its stdin closes, so it never outlives the server.
 
 ``jedi.settings.auto_import_modules`` must never include torch: importing torch into jedi's process empties
 tensor completions and initialises CUDA.
@@ -19,28 +19,26 @@ tensor completions and initialises CUDA.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
-import pickle
 import shutil
-import struct
 import subprocess
 import sys
 import threading
 import time
 from collections import OrderedDict
-from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
 from torchls import memory, parso_guard
-from torchls.docinfo import SymbolDoc, parse_param_docs
+from torchls.docinfo import JediHit, SymbolDoc, parse_param_docs
+from torchls.jedi_wire import WireError, read_frame, write_frame
 
 log = logging.getLogger(__name__)
 
 _STATE_MAX_AGE_SECONDS = 300.0  # how long jedi's view of modules on disk may be reused (see JediHost._share_state)
 _MEMOS_KEPT = 4  # texts whose memoized inference is kept: the open documents' current versions, a snippet
-_HEADER = struct.Struct(">I")
 
 
 class EnvironmentProblem(Exception):
@@ -49,14 +47,6 @@ class EnvironmentProblem(Exception):
 
 class HostError(Exception):
     """The jedi process could not answer: it failed to start, died, or could not send its answer."""
-
-
-@dataclass(frozen=True, slots=True)
-class JediHit:
-    """What jedi found under the cursor."""
-
-    doc: SymbolDoc
-    is_instance: bool  # the cursor is on a value whose class is ``doc.name`` (``self.fc`` -> Linear)
 
 
 def interpreter_path(interpreter: str) -> str | None:
@@ -341,34 +331,6 @@ class JediHost:
 # ------------------------------------------------------------------------------------------ the wire
 
 
-def _write_frame(stream: IO[bytes], value: object) -> None:
-    data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
-    stream.write(_HEADER.pack(len(data)) + data)
-    stream.flush()
-
-
-def _read_exactly(stream: IO[bytes], size: int) -> bytes | None:
-    chunks, left = [], size
-    while left:
-        chunk = stream.read(left)
-        if not chunk:
-            return None
-        chunks.append(chunk)
-        left -= len(chunk)
-    return b"".join(chunks)
-
-
-def _read_frame(stream: IO[bytes]) -> object:
-    """The next value, or raises EOFError when the other end has gone."""
-    header = _read_exactly(stream, _HEADER.size)
-    if header is None:
-        raise EOFError
-    data = _read_exactly(stream, _HEADER.unpack(header)[0])
-    if data is None:
-        raise EOFError
-    return pickle.loads(data)
-
-
 _METHODS = frozenset(
     "environment_info forget_inference freeze infer_end list_members complete_at receiver_types preparse "
     "describe resolve_at".split()
@@ -377,14 +339,25 @@ _METHODS = frozenset(
 
 def serve(host: JediHost, requests: IO[bytes], answers: IO[bytes]) -> None:
     """Answer requests until the server closes the pipe. A failing method answers with its error, never ends
-    the loop."""
+    the loop; a server that has gone (its pipe closed, or broken while an answer was written) ends it quietly:
+    that is how a restart during the warm-up looks from here."""
+    try:
+        _answer_requests(host, requests, answers)
+    except (BrokenPipeError, ConnectionResetError):
+        log.debug("jedi host: the server has gone")
+
+
+def _answer_requests(host: JediHost, requests: IO[bytes], answers: IO[bytes]) -> None:
     while True:
         try:
-            method, args = _read_frame(requests)  # type: ignore[misc]
-        except EOFError:
+            method, args = read_frame(requests)  # type: ignore[misc]
+        except (EOFError, OSError):
             return
+        except (WireError, TypeError, ValueError) as error:  # read whole: the next frame is still in step
+            write_frame(answers, ("error", f"unreadable request: {error}"))
+            continue
         if method not in _METHODS:
-            _write_frame(answers, ("error", f"unknown method {method!r}"))
+            write_frame(answers, ("error", f"unknown method {method!r}"))
             continue
         try:
             reply: tuple[str, object] = ("ok", getattr(host, method)(*args))
@@ -392,9 +365,10 @@ def serve(host: JediHost, requests: IO[bytes], answers: IO[bytes]) -> None:
             log.exception("jedi host: %s failed", method)
             reply = ("error", f"{type(error).__name__}: {error}")
         try:
-            _write_frame(answers, reply)
-        except (pickle.PicklingError, TypeError, AttributeError) as error:
-            _write_frame(answers, ("error", f"answer of {method} could not be sent: {error}"))
+            write_frame(answers, reply)
+        except WireError as error:  # refused before anything was written
+            log.error("jedi host: the answer of %s is not plain data: %s", method, error)
+            write_frame(answers, ("error", f"the answer of {method} could not be sent: {error}"))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -408,7 +382,13 @@ def main(argv: list[str] | None = None) -> int:
     # Answers own the real stdout; anything else printed (by jedi, a library) goes to stderr instead.
     answers = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
-    serve(JediHost(args.interpreter), sys.stdin.buffer, answers)
+    try:
+        serve(JediHost(args.interpreter), sys.stdin.buffer, answers)
+    except KeyboardInterrupt:  # the editor stopped the whole process group: nothing to report
+        return 130
+    finally:
+        with contextlib.suppress(OSError):  # the server has gone: what was left unsent no longer matters
+            answers.close()
     return 0
 
 
@@ -451,9 +431,11 @@ class HostProcess:
             process = self._process
         assert process.stdin is not None and process.stdout is not None
         try:
-            _write_frame(process.stdin, (method, args))
-            status, value = _read_frame(process.stdout)  # type: ignore[misc]
-        except (OSError, EOFError, pickle.UnpicklingError, ValueError) as error:
+            write_frame(process.stdin, (method, args))
+            status, value = read_frame(process.stdout)  # type: ignore[misc]
+        except WireError as error:  # the frame was read whole: the pipes are still in step
+            raise HostError(f"the jedi process sent an answer to {method} that is not plain data: {error}") from error
+        except (OSError, EOFError, ValueError, TypeError) as error:
             raise HostError(f"the jedi process did not answer {method}: {error!r}") from error
         if status != "ok":
             raise HostError(f"the jedi process failed in {method}: {value}")

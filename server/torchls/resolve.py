@@ -22,8 +22,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
-from torchls.docinfo import SymbolDoc
-from torchls.jedi_host import HostError, HostProcess, JediHit, interpreter_path
+from torchls.docinfo import JediHit, SymbolDoc
+from torchls.jedi_host import HostError, HostProcess, interpreter_path
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

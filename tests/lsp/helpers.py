@@ -9,6 +9,11 @@ from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
 SERVER_COMMAND = [sys.executable, "-m", "torchls", "serve"]
+# The two ways editors start the server: the module and the console script (pip writes it beside python).
+LAUNCHERS = {
+    "python -m torchls": [sys.executable, "-m", "torchls"],
+    "torchls": [str(Path(sys.executable).with_name("torchls"))],
+}
 
 
 def _recording_client() -> LanguageClient:
@@ -40,12 +45,12 @@ def _recording_client() -> LanguageClient:
     return client
 
 
-def server_config(cache_dir: Path) -> ClientServerConfig:
-    """The real server over stdio, with its knowledge cache in a private folder."""
+def server_config(cache_dir: Path, command: list[str] = SERVER_COMMAND) -> ClientServerConfig:
+    """The real server over stdio (started with ``command``), with its knowledge cache in a private folder."""
     import os
 
     env = {**os.environ, "TORCHLS_CACHE_DIR": str(cache_dir)}
-    return ClientServerConfig(server_command=SERVER_COMMAND, server_env=env, client_factory=_recording_client)
+    return ClientServerConfig(server_command=command, server_env=env, client_factory=_recording_client)
 
 
 def utf16_position(text: str, line_contains: str, symbol: str, offset: int = 1) -> types.Position:
