@@ -22,12 +22,15 @@ def quick_fix(uri: str, diagnostic: types.Diagnostic) -> types.CodeAction | None
     fix = data.get("fix")
     if not isinstance(fix, dict):
         return None
+    title = fix.get("title")
     try:
         edits = [types.TextEdit(range=_range(e["range"]), new_text=e["newText"]) for e in fix["edits"]]
     except (KeyError, TypeError):
+        edits = []
+    if not isinstance(title, str) or not edits or not all(isinstance(e.new_text, str) for e in edits):
         return None  # data from another server or an older version: no fix rather than a wrong one
     return types.CodeAction(
-        title=fix["title"],
+        title=title,
         kind=types.CodeActionKind.QuickFix,
         diagnostics=[diagnostic],
         is_preferred=True,
@@ -37,7 +40,9 @@ def quick_fix(uri: str, diagnostic: types.Diagnostic) -> types.CodeAction | None
 
 def suppress(ls: TorchLanguageServer, uri: str, diagnostic: types.Diagnostic) -> types.CodeAction | None:
     code = str(diagnostic.code)
-    document = ls.workspace.get_text_document(uri)
+    document = ls.opened(uri)
+    if document is None:
+        return None
     line_number = diagnostic.range.start.line
     lines = document.lines
     if line_number >= len(lines):

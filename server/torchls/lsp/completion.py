@@ -110,7 +110,7 @@ def register(server: TorchLanguageServer) -> None:
     @server.feature(types.COMPLETION_ITEM_RESOLVE)
     async def on_resolve(ls: TorchLanguageServer, item: types.CompletionItem) -> types.CompletionItem:
         name = item.data.get("name") if isinstance(item.data, dict) else None
-        if ls.session is None or not name:
+        if ls.session is None or not isinstance(name, str) or not name:  # data comes back from the client
             return item
         if item.detail is None:  # left out of the list for a client that resolves it (see _to_lsp)
             entry = ls.session.kb.lookup(name)

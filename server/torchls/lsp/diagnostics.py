@@ -95,7 +95,9 @@ async def _check_and_publish(ls: TorchLanguageServer, uri: str, delay: float, ed
         await asyncio.sleep(delay)
     if ls.session is None:
         return
-    document = ls.workspace.get_text_document(uri)
+    document = ls.opened(uri)
+    if document is None:
+        return  # closed while the check waited
     version, text = document.version, document.source
     indexed = None
     if not edited:  # just opened (or saved): index now, beside the check in its process, for the first request
@@ -105,8 +107,8 @@ async def _check_and_publish(ls: TorchLanguageServer, uri: str, delay: float, ed
     except Exception:  # a checker bug must never take the server down; the document just gets no findings
         log.exception("checking %s failed", uri)
         return
-    current = ls.workspace.get_text_document(uri)
-    if current.version != version or current.source != text:
+    current = ls.opened(uri)
+    if current is None or current.version != version or current.source != text:
         return  # an edit arrived meanwhile; its own check will publish
     source = SourceText(text)
     diagnostics = [to_diagnostic(ls, uri, source, finding) for finding in result.findings]

@@ -5,8 +5,9 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
@@ -14,8 +15,10 @@ from pygls.protocol import LanguageServerProtocol
 
 from torchls import __version__
 from torchls.core.text import Encoding, Position, SourceText
+from torchls.lsp.guard import Guard
 from torchls.session import Session
 
+F = TypeVar("F", bound=Callable)
 
 @dataclass(frozen=True, slots=True)
 class Cursor:
@@ -77,6 +80,16 @@ class TorchLanguageServer(LanguageServer):
         self.example_task: asyncio.Task | None = None  # the knowledge-base example running now, if any
         self.example_stop: asyncio.Event | None = None  # set to stop it
         self.probe_task: asyncio.Task | None = None  # finding out which devices the example interpreter has
+        self.guard = Guard()
+
+    def feature(self, feature_name: str, options: Any | None = None) -> Callable[[F], F]:
+        """pygls's decorator, with the handler wrapped so that a failure answers "nothing" (see :mod:`.guard`)."""
+        register = super().feature(feature_name, options)
+        return lambda handler: register(self.guard.wrap(feature_name, handler))
+
+    def command(self, command_name: str) -> Callable[[F], F]:
+        register = super().command(command_name)
+        return lambda handler: register(self.guard.wrap(types.WORKSPACE_EXECUTE_COMMAND, handler))
 
     @property
     def encoding(self) -> Encoding:
@@ -84,11 +97,18 @@ class TorchLanguageServer(LanguageServer):
         negotiated = str(self.workspace.position_encoding or "utf-16")
         return negotiated if negotiated in ("utf-8", "utf-16", "utf-32") else "utf-16"  # type: ignore[return-value]
 
+    def opened(self, uri: str) -> Any | None:
+        """The document the client opened at ``uri``, or None. (pygls's ``get_text_document`` reads a document it
+        was never sent from disk: it fails for ``untitled:`` and deleted files, and reads stale text for others.)"""
+        return self.workspace.text_documents.get(uri)
+
     def cursor(self, text_document: types.TextDocumentIdentifier, position: types.Position) -> Cursor | None:
-        """The document and code-point position of a request; None past the end of a line or of the document
-        (nothing is there)."""
+        """The document and code-point position of a request; None for a document the client has not opened, and
+        past the end of a line or of the document (nothing is there)."""
         self.active_uri = text_document.uri
-        document = self.workspace.get_text_document(text_document.uri)
+        document = self.opened(text_document.uri)
+        if document is None:
+            return None
         source = SourceText(document.source)
         if not source.has_position(position.line, position.character, self.encoding):
             return None
