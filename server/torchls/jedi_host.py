@@ -101,13 +101,30 @@ def _symbol_doc(name: Any) -> SymbolDoc:
     except Exception:
         docstring = ""
     return SymbolDoc(
-        name=name.full_name or name.name,
+        name=_member_full_name(name),
         kind=name.type,
         signatures=tuple(signatures),
         param_names=tuple(params),
         param_docs=parse_param_docs(docstring),
         docstring=docstring,
     )
+
+
+def _member_full_name(name: Any) -> str:
+    """jedi's full name, with an attribute that a method assigns named as the class's member: jedi calls
+    ``self.training = mode`` in ``Module.train`` ``...Module.train.training`` and the tensor's ``data``
+    ``torch._tensor.Tensor.__setstate__.data``; users know them as ``Module.training`` and ``Tensor.data``."""
+    full_name = name.full_name or name.name
+    try:
+        if name.type != "statement":
+            return full_name
+        method = name.parent()
+        owner = method.parent() if method is not None and method.type == "function" else None
+        if owner is not None and owner.type == "class" and owner.full_name:
+            return f"{owner.full_name}.{name.name}"
+    except Exception as error:  # jedi's tree walking fails on odd stubs; its own name is still an answer
+        log.debug("no owner for %s: %s", full_name, error)
+    return full_name
 
 
 def _definition_kind(completion: Any) -> str:

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from torchls.kb.canonical import candidates
+from torchls.kb.canonical import candidates, split_module
 
 
 @pytest.mark.parametrize(
@@ -41,3 +41,29 @@ def test_a_module_with_entries_of_its_own_still_leads_up_to_the_exported_name():
     # torch.serialization has entries (safe_globals); torch.save is defined there and exported as torch.save.
     options = candidates("torch.serialization.save", {"torch.serialization"})
     assert options[0] == "torch.serialization.save" and "torch.save" in options
+
+
+@pytest.mark.parametrize(
+    ("jedi_name", "public"),
+    [
+        ("torch.FloatTensor.shape", "torch.Tensor.shape"),
+        ("torch.cuda.FloatTensor.view", "torch.Tensor.view"),
+        ("torch.LongTensor.to", "torch.Tensor.to"),
+        ("torch.cuda.amp.GradScaler.scale", "torch.amp.GradScaler.scale"),
+        ("torch.cuda.amp.grad_scaler.GradScaler.step", "torch.amp.GradScaler.step"),
+    ],
+)
+def test_legacy_classes_reach_the_members_they_inherit(jedi_name, public):
+    assert public in candidates(jedi_name)
+
+
+@pytest.mark.parametrize("name", ["torch.device.type", "torch.device.index", "torch.dtype.is_floating_point"])
+def test_members_of_lowercase_classes_stay_members(name):
+    options = candidates(name)
+    assert options[0] == name
+    assert "torch.type" not in options and "torch.index" not in options
+    assert split_module(name) == (["torch"], name.split(".")[1:])
+
+
+def test_the_lowercase_classes_themselves_are_not_split():
+    assert split_module("torch.device") == (["torch"], ["device"])

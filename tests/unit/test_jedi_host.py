@@ -50,3 +50,21 @@ def test_closing_the_resolver_ends_the_jedi_process():
     assert process.poll() is not None
     with pytest.raises(HostError):
         resolver._host.call("preparse", "x = 1\n", None)
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("m.training", "torch.nn.modules.module.Module.training"),
+        ("m.weight", "torch.nn.modules.linear.Linear.weight"),
+        ("t.requires_grad", "torch._tensor.Tensor.requires_grad"),
+        ("t.data", "torch._tensor.Tensor.data"),
+    ],
+)
+def test_an_attribute_a_method_assigns_is_named_as_a_member_of_its_class(line, expected):
+    # jedi names ``self.training = mode`` in ``Module.train`` ``Module.train.training``; a card needs the member.
+    from torchls.jedi_host import JediHost
+
+    text = f"import torch\nm = torch.nn.Linear(2, 3)\nt = torch.randn(2)\n{line}\n"
+    hit = JediHost().resolve_at(text, None, 3, len(line))
+    assert hit is not None and hit.doc.name == expected

@@ -41,8 +41,22 @@ PUBLIC_NAMESPACES = frozenset(
 )
 
 # Members inherited from a base class: ``AdamW.step`` is documented as ``Optimizer.step``. Classes first, then
-# the base of every class defined directly in a namespace.
-_INHERITED_BY_CLASS = {"torch.nn.Parameter": "torch.Tensor"}
+# the base of every class defined directly in a namespace. The legacy typed tensors (``torch.LongTensor``,
+# ``torch.cuda.FloatTensor``: what old code and some annotations name) are tensors; the deprecated
+# ``torch.cuda.amp.GradScaler`` is a thin subclass of ``torch.amp.GradScaler``.
+_TYPED_TENSORS = "Float Double Half BFloat16 Byte Char Short Int Long Bool".split()
+_INHERITED_BY_CLASS = {
+    "torch.nn.Parameter": "torch.Tensor",
+    "torch.cuda.amp.GradScaler": "torch.amp.GradScaler",
+    **{f"{home}.{kind}Tensor": "torch.Tensor" for home in ("torch", "torch.cuda") for kind in _TYPED_TENSORS},
+}
+
+# Classes whose names are not capitalised: their members are ``torch.device.type``, not a function ``type`` of a
+# module ``torch.device``.
+_LOWERCASE_CLASSES = frozenset(
+    "torch.device torch.dtype torch.finfo torch.iinfo torch.layout torch.memory_format torch.no_grad "
+    "torch.enable_grad torch.inference_mode torch.set_grad_enabled torch.autocast".split()
+)
 _INHERITED_BY_NAMESPACE = {
     "torch.optim": "torch.optim.Optimizer",
     "torch.optim.lr_scheduler": "torch.optim.lr_scheduler.LRScheduler",
@@ -61,7 +75,7 @@ def split_module(name: str) -> tuple[list[str], list[str]]:
     """
     parts = name.split(".")
     for index, part in enumerate(parts[1:], start=1):
-        if part[:1].isupper():
+        if part[:1].isupper() or (index < len(parts) - 1 and ".".join(parts[: index + 1]) in _LOWERCASE_CLASSES):
             return parts[:index], parts[index:]
     return parts[:-1], parts[-1:]
 
