@@ -78,7 +78,9 @@ def installed_parameters(name: str) -> set[str] | None:
     if isinstance(obj, property) or not callable(obj):
         return None
     if inspect.isclass(obj) and issubclass(obj, enum.Enum):
-        return None  # an enum's members are documented, not the Enum constructor's arguments
+        # Calling an enum looks a member up by its value (``ShardingStrategy(1)``); the Enum constructor's
+        # functional-API arguments are not this class's.
+        return {"value"}
     found: set[str] = set()
     try:
         signature = inspect.signature(obj)
@@ -104,31 +106,135 @@ def installed_parameters(name: str) -> set[str] | None:
             # A long signature may continue on the next lines.
             following = "\n".join([lines[index][match.end() :], *lines[index + 1 : index + 6]])
             found.update(_params_from_text(_balanced(following)))
-    if not found:
-        found.update(_stub_parameters(name))
+    if not inspect.isfunction(obj):
+        # What torch's own stubs declare for a built-in: overload-only names (``Tensor.view(size)``,
+        # ``torch.zeros(..., pin_memory)``) that the docstring leaves out are what jedi shows on the card.
+        found.update(_stub_parameters(name, obj))
+    found.update(_forwarded_parameters(name))
     return found
 
 
-def _stub_parameters(name: str) -> set[str]:
-    """Parameters from torch's own type stubs, for built-ins with neither a signature nor a docstring
-    (``torch.relu``, ``Tensor.split_with_sizes``): ``_VariableFunctions.pyi`` and ``TensorBase`` in ``_C``."""
+# APIs whose ``**kwargs`` go on to another callable, which jedi follows: the card lists what it finds there.
+# Each target with the parameters the API takes from it (None: all but those the API fills itself).
+_KWARGS_FORWARDED_TO: dict[str, tuple[tuple[str, frozenset[str] | None], ...]] = {
+    # Module.compile(*args, **kwargs) calls torch.compile(self._call_impl, *args, **kwargs).
+    "torch.nn.Module.compile": (("torch.compile", None),),
+    # torch.load(..., **pickle_load_args) calls _load(..., **pickle_load_args), whose own keyword is
+    # ``pickle_file``; both end in ``pickle_module.Unpickler(file, **pickle_load_args)``.
+    "torch.load": (("torch.serialization._load", frozenset({"pickle_file"})), ("pickle.Unpickler", None)),
+    # CppExtension(name, sources, *args, **kwargs) returns setuptools.Extension(name, sources, *args, **kwargs).
+    "torch.utils.cpp_extension.CppExtension": (("setuptools.Extension", None),),
+}
+_FILLED_BY_CALLER = {"torch.compile": {"model"}, "pickle.Unpickler": {"file"}}
+
+
+def _forwarded_parameters(name: str) -> set[str]:
+    found: set[str] = set()
+    for target, taken in _KWARGS_FORWARDED_TO.get(name, ()):
+        module, _, attr = target.rpartition(".")
+        obj = getattr(importlib.import_module(module), attr)
+        functions = [obj]
+        if inspect.isclass(obj):  # setuptools.Extension passes its ``**kw`` on to distutils' Extension
+            functions += [k.__dict__["__init__"] for k in obj.__mro__ if inspect.isfunction(k.__dict__.get("__init__"))]
+        names: set[str] = set()
+        for function in functions:
+            try:
+                parameters = inspect.signature(function).parameters.values()
+            except (TypeError, ValueError):
+                continue
+            keyword = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+            names.update(p.name for p in parameters if p.kind in keyword)
+        names -= {"self", *_FILLED_BY_CALLER.get(target, ())}
+        found.update(names if taken is None else names & taken)
+    return found
+
+
+def _stub_parameters(name: str, obj: Any) -> set[str]:
+    """Parameters that torch's own type stubs (``torch/_C/*.pyi``) declare for a built-in: a function of
+    ``torch._C._VariableFunctions`` or ``torch._C``, a method of a class implemented in C (``TensorBase``,
+    ``Future``), or the constructor of one (``torch.device``, ``torch.LongTensor``), every overload together."""
+    import torch
+
     parts = name.split(".")
-    if parts[:2] == ["torch", "Tensor"] and len(parts) == 3:
-        return _stub_index().get(("TensorBase", parts[2]), set())
-    if len(parts) == 2 and parts[0] == "torch":
-        return _stub_index().get(("", parts[1]), set())
-    return set()
+    if len(parts) == 2 and parts[0] == "torch" and not inspect.isclass(obj):
+        found = set()
+        if getattr(torch._C._VariableFunctions, parts[1], None) is obj:
+            found |= _stub_index("_VariableFunctions").get(("", parts[1]), set())
+        if getattr(torch._C, parts[1], None) is obj:
+            found |= _stub_index("__init__").get(("", parts[1]), set())
+        return found
+    if inspect.isclass(obj):
+        return _stub_members(obj, ("__init__", "__new__")) or set()
+    try:
+        owner = resolve_object(".".join(parts[:-1]))
+    except LookupError:
+        return set()
+    return (_stub_members(owner, (parts[-1],)) or set()) if inspect.isclass(owner) else set()
+
+
+def _stub_file(cls: type) -> str | None:
+    """The stub in ``torch/_C`` that may declare a class of torch's (``torch/_C/__init__.pyi`` for
+    ``torch.device`` and ``torch._C.TensorBase``, ``_distributed.pyi`` for ``torch._C._distributed.Shard``)."""
+    module = getattr(cls, "__module__", "")
+    if module in ("torch", "torch._C"):
+        return "__init__"
+    if module.startswith("torch._C."):
+        return module.split(".", 2)[2]
+    return None
+
+
+def _stub_members(cls: type, members: tuple[str, ...], seen: set[tuple[str, str]] | None = None) -> set[str] | None:
+    """Parameters of ``members`` where Python finds them first for ``cls``: along its MRO (a stub class's
+    own stub bases right after it), the first class that declares one of them. A Python function there has a
+    real signature, so the stubs add nothing (empty set); None when no class declares them."""
+    seen = set() if seen is None else seen
+    for klass in cls.__mro__:
+        # ``__new__`` sits in the class dict as a staticmethod.
+        defined = [getattr(klass.__dict__.get(m), "__func__", klass.__dict__.get(m)) for m in members]
+        if any(inspect.isfunction(function) for function in defined):
+            return set()
+        file = _stub_file(klass)
+        if file is None or (file, klass.__name__) in seen:
+            continue
+        found = _stub_class_members(file, klass.__name__, members, seen)
+        if found is not None:
+            return found
+    return None
+
+
+def _stub_class_members(file: str, owner: str, members: tuple[str, ...], seen: set[tuple[str, str]]) -> set[str] | None:
+    import torch
+
+    seen.add((file, owner))
+    index = _stub_index(file)
+    declared = [index[(owner, member)] for member in members if (owner, member) in index]
+    if declared:
+        return set().union(*declared)
+    for base in sorted(index.get((owner, "<bases>"), ())):
+        if (base, "<bases>") in index:  # a class of the same stub
+            found = _stub_class_members(file, base, members, seen) if (file, base) not in seen else None
+        elif inspect.isclass(runtime := getattr(torch, base, None)):  # ``LongTensor(Tensor)``
+            found = _stub_members(runtime, members, seen)
+        else:
+            found = None
+        if found is not None:
+            return found
+    return None
 
 
 @functools.cache
-def _stub_index() -> dict[tuple[str, str], set[str]]:
+def _stub_index(stub: str) -> dict[tuple[str, str], set[str]]:
+    """``(class, function) -> parameter names`` of one stub in ``torch/_C`` (class ``""``: module level);
+    ``(class, "<bases>")`` lists the class's bases by name."""
     import ast
     from pathlib import Path
 
     import torch
 
     index: dict[tuple[str, str], set[str]] = {}
-    stubs = Path(torch.__file__).parent / "_C"
+    path = Path(torch.__file__).parent / "_C" / f"{stub}.pyi"
+    if not path.is_file():
+        return index
 
     def add(owner: str, function: ast.FunctionDef) -> None:
         arguments = function.args
@@ -136,14 +242,13 @@ def _stub_index() -> dict[tuple[str, str], set[str]]:
         names += [a.arg for a in (arguments.vararg, arguments.kwarg) if a is not None]
         index.setdefault((owner, function.name), set()).update(n for n in names if n not in ("self", "cls"))
 
-    for path, owners in ((stubs / "_VariableFunctions.pyi", None), (stubs / "__init__.pyi", {"TensorBase"})):
-        if not path.is_file():
-            continue
-        for node in ast.parse(path.read_text(encoding="utf-8")).body:
-            if owners is None and isinstance(node, ast.FunctionDef):
-                add("", node)
-            elif isinstance(node, ast.ClassDef) and owners and node.name in owners:
-                for member in node.body:
-                    if isinstance(member, ast.FunctionDef):
-                        add(node.name, member)
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.FunctionDef):
+            add("", node)
+        elif isinstance(node, ast.ClassDef):
+            bases = {b.id for b in node.bases if isinstance(b, ast.Name)}
+            index.setdefault((node.name, "<bases>"), set()).update(bases)
+            for member in node.body:
+                if isinstance(member, ast.FunctionDef):
+                    add(node.name, member)
     return index
