@@ -145,7 +145,7 @@ def _explain(name: str, short: bool) -> int:
     entry = _find_entry(name)
     if entry is None:
         return 1
-    print(render_card(entry, compact=short))
+    print(render_card(entry, compact=short, pointer="command-line"))
     return 0
 
 
