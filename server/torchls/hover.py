@@ -16,6 +16,7 @@ from torchls.core.names import Target
 from torchls.core.text import Position, Span
 from torchls.docinfo import SymbolDoc
 from torchls.kb.render import render_card, render_fallback, render_param
+from torchls.kb.schema import Entry
 from torchls.session import Session
 
 TENSOR = "torch.Tensor"
@@ -62,9 +63,16 @@ async def _live_doc(session: Session, public_name: str, wait: bool) -> SymbolDoc
 
 
 async def hover(
-    session: Session, uri: str, path: str | None, text: str, version: int | None, position: Position
+    session: Session,
+    uri: str,
+    path: str | None,
+    text: str,
+    version: int | None,
+    position: Position,
+    card_links: bool = False,
 ) -> HoverResult | None:
-    """The hover card at ``position`` (code points), or None when torchls has nothing to add."""
+    """The hover card at ``position`` (code points), or None when torchls has nothing to add. ``card_links``: the
+    client runs the compact card's link to the full card (see :mod:`torchls.lsp.show_card`)."""
     document = session.index(uri, text, version)
     target = document.index.target_at(position)
     if target is None and position.line not in document.blanked_lines:
@@ -76,7 +84,7 @@ async def hover(
             return None
         if target.kind == "instance" and target.qualname == TENSOR:
             return None  # a tensor variable: its class card would only be noise
-        return await _name_hover(session, target.qualname, target.kind == "instance", target.span)
+        return await _name_hover(session, target.qualname, target.kind == "instance", target.span, card_links)
     try:
         hit = await ask_jedi(session, session.resolver.resolve_at, text, path, position.line, position.column)
     except JediNotReady:
@@ -89,7 +97,14 @@ async def hover(
     heading = _instance_heading(public) if hit.is_instance else None
     if entry is None:
         return HoverResult(render_fallback(public, hit.doc, heading), span)
-    return HoverResult(render_card(entry, hit.doc, heading=heading, torch_version=_torch_version(session)), span)
+    return HoverResult(_card(session, entry, hit.doc, heading, card_links), span)
+
+
+def _card(session: Session, entry: Entry, live: SymbolDoc | None, heading: str | None, card_links: bool) -> str:
+    """The entry's card as the ``hover.card`` setting sizes it."""
+    compact = session.settings.hover.card == "compact"
+    pointer = "link" if card_links else "action"
+    return render_card(entry, live, compact, heading, _torch_version(session), pointer)
 
 
 def _torch_version(session: Session) -> str | None:
@@ -101,12 +116,14 @@ def _instance_heading(class_name: str) -> str:
     return f"*这是 `{class_name}` 的实例，以下是该类的说明。*"
 
 
-async def _name_hover(session: Session, name: str, is_instance: bool, span: Span) -> HoverResult | None:
+async def _name_hover(
+    session: Session, name: str, is_instance: bool, span: Span, card_links: bool = False
+) -> HoverResult | None:
     entry = session.kb.lookup(name)
     if entry is not None:
         live = await _live_doc(session, entry.name, wait=False)
         heading = _instance_heading(entry.name) if is_instance else None
-        return HoverResult(render_card(entry, live, heading=heading, torch_version=_torch_version(session)), span)
+        return HoverResult(_card(session, entry, live, heading, card_links), span)
     public = name  # what the file itself calls it: already a name the user can import
     try:
         live = await _live_doc(session, public, wait=True)

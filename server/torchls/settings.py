@@ -74,6 +74,22 @@ class CompletionSettings:
     )
 
 
+HOVER_CARDS = ("compact", "full")
+
+
+@attrs.frozen
+class HoverSettings:
+    card: str = attrs.field(
+        default="compact",
+        metadata={
+            "key": "card",
+            "doc": "悬停卡片的详略：compact 只显示签名、用途、避坑要点和一个简短示例（不超过 20 行），"
+            "完整卡片可以从卡片末尾的链接或代码操作“查看完整卡片”打开；full 在悬停框里显示完整卡片",
+            "choices": HOVER_CARDS,
+        },
+    )
+
+
 @attrs.frozen
 class RunExampleSettings:
     enable: bool = attrs.field(
@@ -130,6 +146,7 @@ class Settings:
     completion: CompletionSettings = attrs.field(
         factory=CompletionSettings, metadata={"key": "completion", "doc": "补全"}
     )
+    hover: HoverSettings = attrs.field(factory=HoverSettings, metadata={"key": "hover", "doc": "悬停"})
     run_example: RunExampleSettings = attrs.field(
         factory=RunExampleSettings, metadata={"key": "runExample", "doc": "运行知识库示例"}
     )
@@ -186,6 +203,7 @@ _converter.register_structure_hook_func(lambda t: t == tuple[tuple[str, str], ..
 
 attrs.resolve_types(DiagnosticsSettings)
 attrs.resolve_types(CompletionSettings)
+attrs.resolve_types(HoverSettings)
 attrs.resolve_types(RunExampleSettings)
 attrs.resolve_types(Settings)  # field types are strings under postponed annotations
 

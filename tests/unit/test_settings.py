@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from torchls.settings import Settings, describe_settings, parse_settings
+from torchls.settings import HoverSettings, Settings, describe_settings, parse_settings
 
 
 def test_defaults():
@@ -47,6 +47,7 @@ def test_every_setting_is_described_in_chinese():
         "diagnostics.severity",
         "diagnostics.debounceMs",
         "completion.mode",
+        "hover.card",
         "runExample.enable",
         "runExample.device",
         "runExample.interpreter",
@@ -72,6 +73,16 @@ def test_completion_mode_must_be_one_of_the_modes():
     assert settings.completion.mode == "all"
     assert "all / enriched" in problems[0]
     assert parse_settings({"completion": {"mode": "enriched"}})[0].completion.mode == "enriched"
+
+
+def test_hover_card_is_compact_unless_asked_for_full():
+    assert Settings().hover.card == "compact"
+    assert parse_settings({"hover": {"card": "full"}}) == (Settings(hover=HoverSettings(card="full")), [])
+    settings, problems = parse_settings({"hover": {"card": "long"}})
+    assert settings.hover.card == "compact"
+    assert problems == [
+        "torchls 设置项 `hover.card` 的值无效（应为 compact / full 之一，实际是 'long'），已改用默认值 'compact'"
+    ]
 
 
 def test_bad_severity_level_is_reported():
