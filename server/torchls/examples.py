@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from torchls import cards
 from torchls.core.text import Position
-from torchls.hover import JediNotReady, ask_jedi, is_torch_name
 from torchls.kb.schema import Entry
 from torchls.runner import DeviceUnavailable, TorchInfo, choose_device
 from torchls.session import Session
@@ -30,18 +30,7 @@ async def entry_at(
     session: Session, uri: str, path: str | None, text: str, version: int | None, position: Position
 ) -> Entry | None:
     """The knowledge-base entry of the torch symbol at ``position``, when it has examples."""
-    document = session.index(uri, text, version)
-    target = document.index.target_at(position)
-    name = target.qualname if target is not None else None
-    if name is None and (target is not None or position.line in document.blanked_lines):
-        try:
-            hit = await ask_jedi(session, session.resolver.resolve_at, text, path, position.line, position.column)
-        except JediNotReady:
-            return None
-        name = hit.doc.name if hit is not None else None
-    if not is_torch_name(name):
-        return None
-    entry = session.kb.lookup(name)  # type: ignore[arg-type]
+    entry = await cards.entry_at(session, uri, path, text, version, position)
     return entry if entry is not None and entry.examples else None
 
 

@@ -1,5 +1,6 @@
 """``textDocument/codeAction``: each torchls diagnostic's quick fix (from its ``data``), a ``# noqa`` action, and
-"运行示例" on a torch symbol with knowledge-base examples (:mod:`torchls.lsp.run_example`)."""
+"运行示例" on a torch symbol with knowledge-base examples (:mod:`torchls.lsp.run_example`), and "查看完整卡片" on a
+torch symbol with an entry (:mod:`torchls.lsp.show_card`)."""
 
 from __future__ import annotations
 
@@ -66,10 +67,13 @@ def suppress(ls: TorchLanguageServer, uri: str, diagnostic: types.Diagnostic) ->
 def register(server: TorchLanguageServer) -> None:
     from torchls.lsp.run_example import RUN_KIND
     from torchls.lsp.run_example import actions as run_example_actions
+    from torchls.lsp.show_card import SHOW_CARD_KIND
+    from torchls.lsp.show_card import actions as show_card_actions
+
+    kinds = [types.CodeActionKind.QuickFix, RUN_KIND, SHOW_CARD_KIND]
 
     @server.feature(
-        types.TEXT_DOCUMENT_CODE_ACTION,
-        types.CodeActionOptions(code_action_kinds=[types.CodeActionKind.QuickFix, RUN_KIND], resolve_provider=False),
+        types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(code_action_kinds=kinds, resolve_provider=False)
     )
     async def code_action(ls: TorchLanguageServer, params: types.CodeActionParams) -> list[types.CodeAction] | None:
         uri = params.text_document.uri
@@ -81,4 +85,5 @@ def register(server: TorchLanguageServer) -> None:
                 if action is not None:
                     actions.append(action)
         actions.extend(await run_example_actions(ls, params))
+        actions.extend(await show_card_actions(ls, params))
         return actions or None

@@ -5,6 +5,7 @@ from __future__ import annotations
 from lsprotocol import types
 
 from torchls.lsp.server import TorchLanguageServer
+from torchls.lsp.show_card import client_runs_card_links
 
 
 def register(server: TorchLanguageServer) -> None:
@@ -18,7 +19,15 @@ def register(server: TorchLanguageServer) -> None:
         if cursor is None:
             return None  # past the end of a line or of the document: nothing is there
         document, source, position = cursor.document, cursor.source, cursor.position
-        result = await hover_at(ls.session, document.uri, document.path, document.source, document.version, position)
+        result = await hover_at(
+            ls.session,
+            document.uri,
+            document.path,
+            document.source,
+            document.version,
+            position,
+            card_links=client_runs_card_links(ls),
+        )
         if result is None:
             return None
         hover_range = None

@@ -122,11 +122,20 @@ class TorchLanguageServer(LanguageServer):
 
 def create_server() -> TorchLanguageServer:
     from torchls.core.parsing import serialize_ast_parsing
-    from torchls.lsp import code_actions, completion, documents, hover, lifecycle, run_example, signature_help
+    from torchls.lsp import (
+        code_actions,
+        completion,
+        documents,
+        hover,
+        lifecycle,
+        run_example,
+        show_card,
+        signature_help,
+    )
 
     serialize_ast_parsing()  # the event loop and the jedi thread both parse Python
 
     server = TorchLanguageServer()
-    for feature in (lifecycle, documents, hover, code_actions, completion, signature_help, run_example):
+    for feature in (lifecycle, documents, hover, code_actions, completion, signature_help, run_example, show_card):
         feature.register(server)
     return server
