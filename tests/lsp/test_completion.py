@@ -17,6 +17,7 @@ from lsprotocol import types
 from pytest_lsp import LanguageClient
 
 from torchls.kb.base import KnowledgeBase
+from torchls.kb.render import plain_text
 
 from .helpers import open_document, server_config, start_warm_in
 
@@ -140,10 +141,10 @@ async def test_members_carry_the_chinese_summary(client: LanguageClient, kb, lin
     items = by_label(result)
     for label, name in expected.items():
         assert label in items, f"{label} missing; got {sorted(items)[:30]}"
-        assert summary_of(items[label]) == kb.get(name).summary
+        assert summary_of(items[label]) == plain_text(kb.get(name).summary)
         # VS Code shows the summary from labelDetails and resolves detail: the list does not carry it twice.
         assert items[label].detail is None
-        assert (await client.completion_item_resolve_async(items[label])).detail == kb.get(name).summary
+        assert (await client.completion_item_resolve_async(items[label])).detail == plain_text(kb.get(name).summary)
     # Items without an entry are still offered (mode "all"), without a Chinese summary.
     assert any(summary_of(item) is None for item in result.items)
 
@@ -167,14 +168,14 @@ async def test_a_receiver_of_several_types_lists_the_members_of_each(client: Lan
         result = await client.text_document_completion_async(params)
     items = by_label(result)
     assert {"keys", "items", "view", "reshape"} <= set(items), sorted(items)[:40]
-    assert summary_of(items["view"]) == kb.get("torch.Tensor.view").summary
+    assert summary_of(items["view"]) == plain_text(kb.get("torch.Tensor.view").summary)
 
 
 async def test_self_attribute_in_forward_lists_the_layer_members(client: LanguageClient, kb):
     marked = HEADER.replace("return self.fc(x)", '说明 = "全连接 🧱"; return self.fc.‸')
     items = by_label(await complete(client, marked))
     assert {"weight", "bias", "in_features"} <= set(items), sorted(items)[:40]
-    assert summary_of(items["parameters"]) == kb.get("torch.nn.Module.parameters").summary
+    assert summary_of(items["parameters"]) == plain_text(kb.get("torch.nn.Module.parameters").summary)
     assert items["weight"].kind != types.CompletionItemKind.Method
 
 
@@ -199,7 +200,7 @@ async def test_kinds_follow_what_the_member_is(client: LanguageClient):
 async def test_a_syntax_error_elsewhere_does_not_stop_completion(client: LanguageClient, kb):
     marked = HEADER + '说明 = "🎲"; y = torch.‸\n\ndef broken(:\n    return [\n'
     items = by_label(await complete(client, marked))
-    assert summary_of(items["randn"]) == kb.get("torch.randn").summary
+    assert summary_of(items["randn"]) == plain_text(kb.get("torch.randn").summary)
 
 
 async def test_nothing_inside_comments_or_strings(client: LanguageClient):
@@ -283,7 +284,7 @@ async def test_allowed_values_are_offered_with_what_each_does(client: LanguageCl
     items = by_label(await complete(client, HEADER + line + "\n"))
     assert list(items) == expected
     for choice in kb.get(name).param(param).choices:
-        assert summary_of(items[choice.value]) == choice.desc
+        assert summary_of(items[choice.value]) == plain_text(choice.desc)
 
 
 async def test_inside_quotes_the_values_come_without_quotes(client: LanguageClient, kb):

@@ -11,6 +11,7 @@ from lsprotocol import types
 from pytest_lsp import LanguageClient
 
 from torchls.kb.base import KnowledgeBase
+from torchls.kb.render import plain_text
 
 from .helpers import open_document, server_config, vscode_initialize, wait_until_warm
 from .test_completion import HEADER, by_label, split_cursor, summary_of
@@ -47,14 +48,14 @@ async def test_first_requests_answer_before_the_warm_up_ends(cold_client: Langua
     namespace = await _request(cold_client, "a.py", HEADER + '说明 = "🎲"; y = th.‸\n', "completion")
     assert not _warm_up_finished(cold_client), "the warm-up ended first: this test no longer tests a cold server"
     items = by_label(namespace)
-    assert summary_of(items["randn"]) == kb.get("torch.randn").summary
+    assert summary_of(items["randn"]) == plain_text(kb.get("torch.randn").summary)
     assert namespace.is_incomplete, "a provisional list must be asked for again once the full one is ready"
 
     tensor = by_label(await _request(cold_client, "b.py", HEADER + "y = x.‸\n", "completion"))
-    assert summary_of(tensor["view"]) == kb.get("torch.Tensor.view").summary
+    assert summary_of(tensor["view"]) == plain_text(kb.get("torch.Tensor.view").summary)
 
     optimizer = by_label(await _request(cold_client, "c.py", HEADER + "optimizer.‸\n", "completion"))
-    assert summary_of(optimizer["zero_grad"]) == kb.get("torch.optim.Optimizer.zero_grad").summary
+    assert summary_of(optimizer["zero_grad"]) == plain_text(kb.get("torch.optim.Optimizer.zero_grad").summary)
 
     keywords = by_label(await _request(cold_client, "d.py", HEADER + "conv = nn.Conv2d(3, 64, ker‸\n", "completion"))
     assert keywords["kernel_size="].documentation.value == kb.get("torch.nn.Conv2d").param("kernel_size").desc
@@ -74,7 +75,7 @@ async def test_first_requests_answer_before_the_warm_up_ends(cold_client: Langua
     )
     imported = HEADER + "from 辅助 import 缩放\n权重 = 缩放(x)\n说明 = '跨文件 📁'; 权重.‸\n"
     scaled = by_label(await _request(cold_client, "f1.py", imported, "completion"))
-    assert summary_of(scaled["view"]) == kb.get("torch.Tensor.view").summary
+    assert summary_of(scaled["view"]) == plain_text(kb.get("torch.Tensor.view").summary)
     # Only jedi knows what torch.chunk returns: no items yet, and the client is told to ask again.
     chunk = await _request(cold_client, "f2.py", HEADER + "torch.chunk(x, 2)[0].‸\n", "completion")
     assert chunk.is_incomplete and not chunk.items

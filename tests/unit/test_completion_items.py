@@ -79,3 +79,11 @@ def test_the_most_used_lists_are_built_and_converted_when_the_warm_up_ends():
         assert len(server.converted_lists) == 4  # torch., nn., F. and a tensor's members
     finally:
         server.session.close()
+
+
+def test_label_details_and_detail_are_plain_text_without_back_quotes():
+    # Both fields are shown as plain text: the knowledge base's inline code marks would show as they are.
+    item = Item(label="relu", kind="function", summary="逐元素计算 ReLU，即 `max(0, x)`：负数变 **0**。")
+    converted = _to_lsp(item, lazy_detail=False)
+    assert converted.label_details.description == "逐元素计算 ReLU，即 max(0, x)：负数变 0。"
+    assert converted.detail == converted.label_details.description

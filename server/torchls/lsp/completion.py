@@ -7,6 +7,7 @@ import json
 
 from lsprotocol import types
 
+from torchls.kb.render import plain_text
 from torchls.lsp.server import EncodedResult, TorchLanguageServer
 
 TRIGGER_CHARACTERS = [".", "(", ",", "=", "'", '"']
@@ -29,11 +30,12 @@ def _to_lsp(item, lazy_detail: bool) -> types.CompletionItem:
     the list does not carry it twice (a third of ``torch.``'s 1,100 items in bytes, sent and parsed on each
     keystroke); ``completionItem/resolve`` fills it in."""
     data = {"name": item.qualname} if item.qualname and not item.documentation else None
+    summary = plain_text(item.summary) if item.summary else None  # both fields are plain text, not Markdown
     return types.CompletionItem(
         label=item.label,
         kind=_KINDS.get(item.kind, types.CompletionItemKind.Text),
-        label_details=types.CompletionItemLabelDetails(description=item.summary) if item.summary else None,
-        detail=None if lazy_detail and data is not None else item.summary,
+        label_details=types.CompletionItemLabelDetails(description=summary) if summary else None,
+        detail=None if lazy_detail and data is not None else summary,
         insert_text=item.insert_text,
         sort_text=item.sort_text,
         documentation=types.MarkupContent(kind=types.MarkupKind.Markdown, value=item.documentation)
@@ -114,7 +116,7 @@ def register(server: TorchLanguageServer) -> None:
             return item
         if item.detail is None:  # left out of the list for a client that resolves it (see _to_lsp)
             entry = ls.session.kb.lookup(name)
-            item.detail = entry.summary if entry is not None else None
+            item.detail = plain_text(entry.summary) if entry is not None else None
         if item.documentation is not None:
             return item
         from torchls.completion import documentation
