@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from torchls.core.calls import attribute_context, call_context, dotted_partial
+from torchls.core.calls import ValueKind, attribute_context, call_context, dotted_partial
 from torchls.core.text import Position
 
 CURSOR = "‸"
@@ -113,3 +113,91 @@ def test_a_window_that_dedents_keeps_its_tokens_and_columns():
     call = call_context(lines, position, 3)  # from ``return 1``: indented, then the window dedents
     assert call.callee == "torch.cat" and call.argument_index == 1
     assert call.callee_end == Position(4, len("y = torch.cat"))
+
+
+# ------------------------------------------------------------------------------------------ the arguments written
+
+
+def kinds(marked: str) -> list[tuple[str | None, ValueKind]]:
+    call = context(marked)
+    return [(argument.keyword, argument.kind) for argument in call.arguments]
+
+
+def test_the_kind_of_each_argument_written():
+    marked = (
+        "f(-1, 1e-3, 0x1F, 3j, 'a, (b)', b'x', f'{a, b}', True, None, torch.float16, (1, 2), (3), [1], (), "
+        "*shape, **options, g(x, y), x[0], ‸"
+    )
+    assert [kind for _, kind in kinds(marked)] == [
+        ValueKind.INT,
+        ValueKind.FLOAT,
+        ValueKind.INT,
+        ValueKind.COMPLEX,
+        ValueKind.STR,
+        ValueKind.BYTES,
+        ValueKind.STR,
+        ValueKind.BOOL,
+        ValueKind.NONE,
+        ValueKind.NAME,
+        ValueKind.SEQUENCE,
+        ValueKind.OTHER,  # ``(3)`` is a parenthesized 3, not a tuple
+        ValueKind.SEQUENCE,
+        ValueKind.SEQUENCE,
+        ValueKind.STARRED,
+        ValueKind.DOUBLE_STARRED,
+        ValueKind.OTHER,
+        ValueKind.OTHER,
+    ]
+    assert context(marked).arguments[9].name == "torch.float16"
+    assert context(marked).argument_index == 18
+
+
+def test_strings_holding_commas_and_parentheses_are_one_argument():
+    call = context('说明 = "🎯"; y = F.pad(x, (1, 1), mode="a, (b)", value=0, ‸')
+    assert call.callee == "F.pad"
+    assert (call.argument_index, call.positional_count) == (4, 2)
+    assert call.used_keywords == frozenset({"mode", "value"})
+
+
+def test_a_nested_call_inside_an_argument_is_one_argument_and_its_keywords_are_its_own():
+    call = context("torch.max(F.softmax(out, dim=1), ‸")
+    assert call.callee == "torch.max"
+    assert call.argument_index == 1 and call.used_keywords == frozenset()
+    assert call.arguments[0].kind is ValueKind.OTHER and call.arguments[0].keyword is None
+
+
+def test_the_commas_and_defaults_of_a_lambda_belong_to_the_lambda():
+    call = context("sorted(items, key=lambda a, b=1: a, ‸")
+    assert call.argument_index == 2
+    assert call.used_keywords == frozenset({"key"})
+
+
+def test_a_keyword_being_typed_with_and_without_its_equals_sign():
+    with_equals = context("torch.max(x, dim=‸")
+    assert with_equals.keyword == "dim" and with_equals.current.keyword == "dim"
+    assert with_equals.current.kind is ValueKind.EMPTY
+    without = context("torch.max(x, dim‸")
+    assert without.keyword is None and without.typing_name == "dim"
+    assert without.current.kind is ValueKind.NAME and without.current.name == "dim"
+    same_name = context("F.softmax(x, dim=dim‸")  # the value may be named like its keyword
+    assert same_name.keyword == "dim" and same_name.current.name == "dim"
+
+
+def test_only_a_name_opening_the_argument_makes_a_keyword():
+    call = context("f(a.b == c, ‸")
+    assert call.used_keywords == frozenset() and call.positional_count == 1
+
+
+def test_the_value_being_typed():
+    assert context("x.view(-1‸").current.kind is ValueKind.INT
+    assert context("x.view(torch.int32‸").current.name == "torch.int32"
+    inside = context("F.interpolate(x, mode='bil‸").current
+    assert inside.keyword == "mode" and inside.kind is ValueKind.STR
+
+
+def test_where_the_receiver_ends():
+    call = context('说明 = "🎯"; y = self.fc.forward(‸')
+    assert call.callee == "self.fc.forward"
+    assert call.receiver_end == Position(0, len('说明 = "🎯"; y = self.fc'))
+    assert context("torch.max(‸").receiver_end == Position(0, len("torch"))
+    assert context("max(‸").receiver_end is None
