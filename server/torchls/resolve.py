@@ -159,6 +159,9 @@ class Resolver:
         self._host = HostProcess(interpreter)
         self._docs: dict[str, SymbolDoc | None] = {}
         self.warm = threading.Event()
+        # Set once jedi has read torch and listed the indexed namespaces, before the rest of the warm-up (every
+        # entry's signature: 20 s in a new environment): from then on completion may ask jedi and wait for it.
+        self.listed = threading.Event()
         self.problem: str | None = None  # set when the configured interpreter could not be used
         self._members: dict[str, tuple[str, ...]] = {}  # "qualname|instance" -> member names
         self._kinds: dict[str, str] = {}  # "qualname|instance|member" -> jedi's type of the member
@@ -231,6 +234,7 @@ class Resolver:
         steps: list[tuple[str, Callable[[], object]]] = [("读取补全缓存", self.load_members)]
         steps.extend((f"读取成员：{q}", partial(self.members, q, i)) for q, i in INDEXED_MEMBERS)
         steps.append(("保存补全缓存", self.save_members))
+        steps.append(("补全就绪", self.listed.set))
         return steps
 
     def warm_up(self, names: Iterable[str] = ()) -> None:
