@@ -1,4 +1,5 @@
-"""How completion items go on the wire for clients of different capabilities."""
+"""How completion items go on the wire for clients of different capabilities, which names a partial name offers,
+and how a torch class's member list is built from jedi's listing and the knowledge base."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from types import SimpleNamespace
 import pytest
 from pytest_lsp import client_capabilities
 
-from torchls.completion.items import Item
+from torchls.completion.items import Item, narrowed, offered, typed_underscores
 from torchls.lsp.completion import _client_resolves_detail, _to_lsp
 
 ITEM = Item(label="randn", kind="function", qualname="torch.randn", summary="返回标准正态分布的随机张量 🎲")
@@ -52,6 +53,86 @@ def test_an_item_with_its_documentation_inline_keeps_its_detail():
 def test_a_client_without_completion_capabilities_gets_the_detail():
     bare = SimpleNamespace(client_capabilities=SimpleNamespace(text_document=None))
     assert _client_resolves_detail(bare) is False
+
+
+@pytest.mark.parametrize(
+    ("partial", "shown"),
+    [
+        ("", {"view", "T"}),
+        ("_", {"view", "T", "_base", "_"}),
+        ("__", {"view", "T", "_base", "_", "__init__", "__mangled"}),
+        ("___", {"view", "T", "_base", "_", "__init__", "__mangled"}),
+    ],
+)
+def test_private_names_are_offered_once_an_underscore_is_typed_and_dunder_names_once_two_are(partial, shown):
+    labels = ["view", "T", "_base", "_", "__init__", "__mangled"]
+    assert {label for label in labels if offered(label, typed_underscores(partial))} == shown
+
+
+def test_a_partial_name_keeps_what_it_may_show_and_matches():
+    items = [Item(label=label, kind="method") for label in ("view", "_version", "_apply", "__init__", "add_")]
+    assert [item.label for item in narrowed(items, "")] == ["view", "add_"]
+    assert [item.label for item in narrowed(items, "_")] == ["_version", "_apply", "add_"]  # `_` matches add_ too
+    assert [item.label for item in narrowed(items, "_ap")] == ["_apply"]
+    assert [item.label for item in narrowed(items, "__")] == ["__init__"]
+
+
+def test_before_jedi_has_read_torch_an_instance_lists_what_the_knowledge_base_documents_for_it_and_its_bases():
+    import asyncio
+
+    from torchls.completion.members import jedi_ready, members_list
+    from torchls.session import Session
+
+    session = Session()
+    try:
+        assert not jedi_ready(session.resolver)
+        items, complete = asyncio.run(members_list(session, "torch.cuda.amp.GradScaler", True, False))
+        assert not complete, "the client must ask again"
+        # torch.cuda.amp.GradScaler's members are documented under torch.amp.GradScaler, its base.
+        assert {"scale", "step", "update", "unscale_"} <= {item.label for item in items}
+        assert all(item.summary for item in items)
+        layer, _ = asyncio.run(members_list(session, "torch.nn.Linear", True, False))
+        assert "parameters" in {item.label for item in layer}  # documented as torch.nn.Module.parameters
+        again, _ = asyncio.run(members_list(session, "torch.nn.Linear", True, False))
+        assert again is layer, "the same provisional list each time, not one that depends on timing"
+    finally:
+        session.close()
+
+
+# Layers no test lists before, with a member of their own.
+_UNLISTED_LAYERS = {
+    "torch.nn.Bilinear": "in1_features",
+    "torch.nn.Fold": "kernel_size",
+    "torch.nn.PixelUnshuffle": "downscale_factor",
+    "torch.nn.Hardshrink": "lambd",
+}
+
+
+def test_once_jedi_has_read_torch_the_first_request_for_a_new_class_gets_its_complete_list():
+    import asyncio
+
+    from torchls.completion.members import jedi_ready, members_list
+    from torchls.session import Session
+
+    session = Session()
+    try:
+        resolver = session.resolver
+        for _label, step in resolver.member_plan():  # the completion half of the warm-up; warm stays unset
+            resolver.submit(step).result(180)
+        assert jedi_ready(resolver) and not resolver.warm.is_set()
+        # A class jedi has not listed yet (an earlier session may have saved some of these with its cache).
+        layer, own = next((c, m) for c, m in _UNLISTED_LAYERS.items() if resolver.cached_members(c, True) is None)
+        items, complete = asyncio.run(members_list(session, layer, True, False))
+        labels = {item.label for item in items}
+        assert complete
+        assert {own, "parameters"} <= labels  # jedi's listing, with Module's members
+        assert not [label for label in labels if label.startswith("_")]
+        private, _ = asyncio.run(members_list(session, layer, True, False, underscores=1))
+        assert "_apply" in {item.label for item in private}
+        again, _ = asyncio.run(members_list(session, layer, True, False))
+        assert again is items, "the next keystroke gets the same list object (its encoding is kept by identity)"
+    finally:
+        session.close()
 
 
 def test_the_most_used_lists_are_built_and_converted_when_the_warm_up_ends():

@@ -22,8 +22,8 @@ from torchls.kb.render import render_card, render_fallback
 from torchls.session import Session
 
 from .arguments import argument_items, live_doc
-from .items import CompletionResult, Item, fuzzy
-from .members import jedi_members, member_owner, members_list, prefetch_members, user_class_items
+from .items import CompletionResult, Item, narrowed, typed_underscores
+from .members import jedi_members, jedi_ready, member_owner, members_list, prefetch_members, user_class_items
 from .signatures import SignatureResult, signature_help
 
 __all__ = ["CompletionResult", "Item", "SignatureResult", "complete", "documentation", "signature_help"]
@@ -37,7 +37,7 @@ async def complete(
     lines = document.lines
     if position.line >= len(lines):
         return None
-    if uri not in session.prefetched and session.resolver.warm.is_set():
+    if uri not in session.prefetched and jedi_ready(session.resolver):
         session.prefetched.add(uri)
         # Walking a long file's tree takes a good part of a second: on the jedi thread, after any waiting request.
         session.resolver.submit(prefetch_members, session, document.index, background=True)
@@ -57,18 +57,18 @@ async def complete(
             return None
         return await jedi_members(session, text, path, position, partial, enriched_only, lines[position.line])
     receiver, partial = attribute
+    underscores = typed_underscores(partial)
     value = document.index.value_at(receiver, position) if document.index.qualify_dotted(receiver) is None else None
     if value is not None and value.user_class is not None:
-        found = await user_class_items(session, document.index, value.user_class, enriched_only)
+        found = await user_class_items(session, document.index, value.user_class, enriched_only, underscores)
         if found is not None:
             items, complete_list = found
-            shown = [item for item in items if fuzzy(partial, item.label)]
-            return CompletionResult(shown, is_incomplete=not complete_list or bool(partial))
+            return CompletionResult(narrowed(items, partial), is_incomplete=not complete_list or bool(partial))
     owner = member_owner(session, receiver, document.index, position)
     if owner is not None:
-        items, complete_list = await members_list(session, owner[0], owner[1], enriched_only)
+        items, complete_list = await members_list(session, owner[0], owner[1], enriched_only, underscores)
         # Unfiltered, the list is the cached one itself: the LSP layer keeps its converted form by identity.
-        shown = [item for item in items if fuzzy(partial, item.label)] if partial else items
+        shown = narrowed(items, partial) if partial else items
         return CompletionResult(shown, is_incomplete=not complete_list or bool(partial))
     if document.index.qualify_dotted(receiver) is not None:
         return None  # a module that is not torch: not ours

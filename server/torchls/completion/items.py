@@ -36,6 +36,23 @@ def fuzzy(partial: str, label: str) -> bool:
     return True
 
 
+def typed_underscores(partial: str) -> int:
+    """How private a name the user is asking for: 0 (none typed), 1 (``_``) or 2 (``__``)."""
+    return min(len(partial) - len(partial.lstrip("_")), 2)
+
+
+def offered(label: str, underscores: int) -> bool:
+    """Private names (``_foo``) only once the user has typed ``_``, dunder and name-mangled ones (``__foo__``,
+    ``__foo``) once ``__``: after a bare ``x.`` the list is what code outside the class uses."""
+    return min(len(label) - len(label.lstrip("_")), 2) <= underscores
+
+
+def narrowed(items: list[Item], partial: str) -> list[Item]:
+    """The items a partial name keeps: those it may show (see :func:`offered`) and matches (see :func:`fuzzy`)."""
+    underscores = typed_underscores(partial)
+    return [item for item in items if offered(item.label, underscores) and fuzzy(partial, item.label)]
+
+
 def first_sentence(text: str) -> str:
     for mark in ("。", "；"):
         if mark in text:
