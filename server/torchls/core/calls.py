@@ -2,8 +2,10 @@
 
 Signature help and argument completion run while the user is typing ``nn.Conv2d(3, 64, ker`` — code that does
 not parse. This module reads the tokens of the last lines before the cursor, finds the innermost call whose
-parenthesis is still open, and says which argument the cursor is in, whether it is a keyword, and whether the
-cursor sits in the value of a keyword (``reduction='|``).
+parenthesis is still open, and says which argument the cursor is in, whether it is a keyword, whether the
+cursor sits in the value of a keyword (``reduction='|``), and what each argument written so far is: its keyword
+and, where its tokens tell, the kind of its value (``-1`` an int, ``'same'`` a str, ``torch.float16`` a dotted
+name), so that signature help can choose the overload they fit.
 """
 
 from __future__ import annotations
