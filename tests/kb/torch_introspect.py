@@ -5,6 +5,7 @@ Only the tests import torch; the server reads torch through jedi.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import functools
 import importlib
@@ -29,9 +30,12 @@ def resolve_object(name: str) -> Any:
             obj = importlib.import_module(".".join(parts[:cut]))
         except ImportError:
             continue
-        for attr in parts[cut:]:
-            obj = getattr(obj, attr, _MISSING)
+        rest = parts[cut:]
+        for index, attr in enumerate(rest):
+            owner, obj = obj, getattr(obj, attr, _MISSING)
             if obj is _MISSING:
+                if index == len(rest) - 1 and inspect.isclass(owner) and _sets_instance_attribute(owner, attr):
+                    return InstanceAttribute(owner, attr)
                 break
         else:
             return obj
@@ -40,6 +44,36 @@ def resolve_object(name: str) -> Any:
         return importlib.import_module(name)
     except ImportError:
         raise LookupError(f"{name}: the installed torch has no such API") from None
+
+
+@dataclasses.dataclass(frozen=True)
+class InstanceAttribute:
+    """An attribute each instance of ``owner`` gets (``nn.Linear.weight``, ``Optimizer.param_groups``): not on
+    the class, so ``getattr`` cannot find it."""
+
+    owner: type
+    name: str
+
+
+def _sets_instance_attribute(cls: type, attr: str) -> bool:
+    """Whether instances of ``cls`` have ``attr``: the class or a base declares it (``weight: Tensor``), or an
+    ``__init__`` along the MRO assigns it (``self.weight = ...``) or registers it
+    (``self.register_buffer("running_mean", ...)``)."""
+    for klass in cls.__mro__:
+        if attr in inspect.get_annotations(klass):
+            return True
+        init = klass.__dict__.get("__init__")
+        if not inspect.isfunction(init):
+            continue
+        try:
+            source = inspect.getsource(init)
+        except (OSError, TypeError):
+            continue
+        assigned = re.search(rf"\bself\.{re.escape(attr)}\s*(?::[^=\n]*)?=(?!=)", source)
+        registered = re.search(rf"register_(?:buffer|parameter)\(\s*[\"']{re.escape(attr)}[\"']", source)
+        if assigned or registered:
+            return True
+    return False
 
 
 def _params_from_text(text: str) -> list[str]:
@@ -77,6 +111,8 @@ def installed_parameters(name: str) -> set[str] | None:
     obj = resolve_object(name)
     if isinstance(obj, property) or not callable(obj):
         return None
+    if isinstance(obj, typing._SpecialForm):
+        return None  # ``torch.jit.Final`` is ``typing.Final``: subscripted (``Final[int]``), never called
     if inspect.isclass(obj) and issubclass(obj, enum.Enum):
         # Calling an enum looks a member up by its value (``ShardingStrategy(1)``); the Enum constructor's
         # functional-API arguments are not this class's.
