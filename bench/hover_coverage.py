@@ -10,9 +10,9 @@ A *torch reference* is a place in the code where a user would expect torchls's c
 * ``jedi``: an attribute (``x.view``, ``self.fc``, ``model.parameters``, ``self.fc.weight``) that jedi, given all the
   time it needs in this process, resolves to a torch definition, or infers to be an instance of a torch class other
   than a plain tensor (``self.fc`` is a ``Linear``; a tensor variable is not an API reference);
-* ``name``: an attribute that jedi cannot type whose name is a ``torch.Tensor`` member that none of ``numpy.ndarray``,
-  the builtins' types or ``nn.Module`` has (``h.masked_fill``, ``x.unsqueeze``): in a torch file these are
-  tensors. Files that import NumPy are left out of this kind (``x.view`` might be an array there).
+* ``name``: an attribute that jedi cannot type whose name is a ``torch.Tensor`` member that none of the builtins'
+  types, ``nn.Module``, ``Optimizer`` or ``torch.Size`` has (``x.view``, ``h.masked_fill``, ``x.shape``): in a torch
+  file these are tensors. In a file that imports NumPy, the names ``numpy.ndarray`` shares are left out.
 
 The expected API is the knowledge base's name for it (``torch._C.TensorBase.view`` is ``torch.Tensor.view``). The
 server is started as an editor starts it (``python -m torchls`` or the ``torchls`` script), every file is opened
@@ -35,6 +35,7 @@ import asyncio
 import collections
 import hashlib
 import json
+import os
 import re
 import sys
 import time
@@ -57,7 +58,7 @@ from harness import (
     wait_for_warm_up,
 )
 
-_ORACLE_VERSION = 5  # bump when the way references are found changes: the cached ones are then found again
+_ORACLE_VERSION = 6  # bump when the way references are found changes: the cached ones are then found again
 _TITLE = re.compile(r"\*\*(torch[\w.]*)\*\* (·|—)")
 _REQUEST_TIMEOUT_SECONDS = 60.0
 OUTCOMES = ("chinese", "english", "other API", "nothing", "error")
@@ -87,8 +88,9 @@ class Tally:
 # ------------------------------------------------------------------------------------------------- the oracle
 
 
-def _member_names() -> tuple[frozenset[str], frozenset[str]]:
-    """(members of torch.Tensor that no common non-tensor type has, every member name of common torch classes)."""
+def _member_names() -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
+    """(members of torch.Tensor that no builtin type, ``nn.Module``, ``Optimizer`` or ``torch.Size`` has; those of
+    them ``numpy.ndarray`` has too; every member name of the common torch classes)."""
     import builtins
 
     import numpy
@@ -98,10 +100,9 @@ def _member_names() -> tuple[frozenset[str], frozenset[str]]:
         return {name for name in dir(kind) if not name.startswith("_")}
 
     tensor = public(torch.Tensor)
-    others = public(numpy.ndarray) | public(torch.nn.Module) | public(torch.Size)
+    others = public(torch.nn.Module) | public(torch.Size) | public(torch.optim.Optimizer) | public(builtins)
     for kind in (list, dict, tuple, str, set, int, float, bytes):
         others |= public(kind)
-    others |= public(builtins)
     classes = [torch.Tensor, torch.nn.Module, torch.optim.Optimizer, torch.device, torch.dtype, torch.Size]
     classes += [getattr(torch.nn, n) for n in dir(torch.nn) if isinstance(getattr(torch.nn, n), type)]
     members: set[str] = set()
@@ -109,7 +110,8 @@ def _member_names() -> tuple[frozenset[str], frozenset[str]]:
         members |= public(kind)
         members |= set(getattr(kind, "__annotations__", {}))
     members |= {"weight", "bias", "param_groups", "type", "index", "out_proj", "running_mean", "running_var"}
-    return frozenset(tensor - others), frozenset(members)
+    tensor_only = tensor - others
+    return frozenset(tensor_only), frozenset(tensor_only & public(numpy.ndarray)), frozenset(members)
 
 
 def _imports_numpy(tree: ast.Module) -> bool:
@@ -136,7 +138,7 @@ class Oracle:
         from torchls.kb.base import KnowledgeBase
 
         self.kb = KnowledgeBase.load()
-        self.tensor_only, self.members = _member_names()
+        self.tensor_only, self.also_numpy, self.members = _member_names()
         self.project = jedi.Project(project_root)
         self.jedi = jedi
 
@@ -236,7 +238,7 @@ class Oracle:
             )
             if expected:
                 found[(line, column)] = Reference(line, column, "|".join(sorted(expected)), "jedi", snippet)
-            elif expected is None and name in self.tensor_only and not numpy_file:
+            elif expected is None and name in self.tensor_only and not (numpy_file and name in self.also_numpy):
                 found[(line, column)] = Reference(line, column, f"torch.Tensor.{name}", "name", snippet)
         return sorted(found.values(), key=lambda r: (r.line, r.column))
 
@@ -295,7 +297,7 @@ def oracle_references(files: list[Path], corpus: Path) -> dict[Path, list[Refere
         if cached.exists():
             out[path] = [Reference(**item) for item in json.loads(cached.read_text(encoding="utf-8"))]
             continue
-        package_root = corpus / path.relative_to(corpus).parts[0]
+        package_root = corpus / path.relative_to(corpus).parts[0] if path.parent != corpus else corpus
         oracle = oracles.setdefault(package_root, Oracle(package_root))
         began = time.perf_counter()
         out[path] = oracle.references(path, text)
@@ -400,7 +402,10 @@ def main() -> int:
         "--launcher", choices=("module", "script"), default="module", help="python -m torchls, or torchls"
     )
     parser.add_argument("--misses", type=int, default=25, help="how many of the most frequent misses to list")
+    parser.add_argument("--paths", nargs="*", type=Path, help="hover these files or folders instead of the corpus")
     args = parser.parse_args()
+    if args.paths:
+        return run(sorted({f.resolve() for p in args.paths for f in ([p] if p.is_file() else p.rglob("*.py"))}), args)
     packages = args.packages or sorted(
         p.name for p in args.corpus.iterdir() if p.is_dir() and not p.name.startswith(".")
     )
@@ -412,10 +417,15 @@ def main() -> int:
     for package in packages:
         files += pick_files(args.corpus, package, args.files, lambda text: text.count("torch.") + text.count("nn."))
     print(f"{len(files)} files from {', '.join(packages)}; finding their torch references")
-    references = oracle_references(files, args.corpus)
+    return run(files, args)
+
+
+def run(files: list[Path], args: argparse.Namespace) -> int:
+    root = args.corpus.resolve() if not args.paths else Path(os.path.commonpath([f.parent for f in files]))
+    references = oracle_references(files, root)
     server = "torchls" if args.launcher == "module" else "torchls-script"
     SERVERS.setdefault("torchls-script", [str(Path(sys.executable).with_name("torchls"))])
-    tally = asyncio.run(hover_all(server, references, args.corpus))
+    tally = asyncio.run(hover_all(server, references, root))
     report(tally, args.misses)
     return 0
 

@@ -49,3 +49,53 @@ def test_other_attributes_are_not_claimed():
     assert facts.module_attribute_result("torch.nn.Linear", "in_features") is None
     assert facts.module_attribute_result("torch.nn.ReLU", "weight") is None
     assert facts.module_attribute_result("torch.nn.Sequential", "weight") is None
+
+
+def _structure(value):
+    """What facts would write for a real result: tensors as their class name, tuples by position."""
+    import torch
+
+    if isinstance(value, tuple):
+        return tuple(_structure(part) for part in value)
+    return facts.TENSOR if isinstance(value, torch.Tensor) else type(value).__name__
+
+
+@pytest.mark.parametrize("qualname", sorted(facts.MODULE_CALL_PARTS))
+def test_layers_that_return_tuples_return_what_the_table_says(qualname):
+    import torch
+
+    name = qualname.rsplit(".", 1)[-1]
+    if name == "MultiheadAttention":
+        layer, inputs = nn.MultiheadAttention(4, 2), (torch.randn(3, 1, 4),) * 3
+    elif name == "LSTMCell":
+        layer, inputs = nn.LSTMCell(2, 2), (torch.randn(1, 2),)
+    else:
+        layer, inputs = getattr(nn, name)(2, 2), (torch.randn(3, 1, 2),)
+    assert _structure(layer(*inputs)) == facts.MODULE_CALL_PARTS[qualname]
+
+
+@pytest.mark.parametrize("method", sorted(facts.MODULE_SELF_METHODS))
+def test_module_methods_listed_as_returning_the_module_do(method):
+    import torch
+
+    layer = nn.Linear(2, 2)
+    arguments = {"to": ("cpu",), "to_empty": (), "apply": (lambda m: None,), "type": (torch.float32,)}
+    if method in ("cuda", "xpu", "mtia", "ipu"):
+        assert callable(getattr(layer, method))  # no such device here: only that the method exists
+        return
+    keywords = {"device": "cpu"} if method == "to_empty" else {}
+    assert getattr(layer, method)(*arguments.get(method, ()), **keywords) is layer
+
+
+@pytest.mark.parametrize("method", sorted(facts.MODULE_ITERATORS))
+def test_module_iterators_yield_what_the_table_says(method):
+    model = nn.Sequential(nn.Linear(2, 2), nn.BatchNorm1d(2))
+    first = next(iter(getattr(model, method)()))
+    expected = facts.MODULE_ITERATORS[method]
+    kinds = {"torch.nn.Parameter": nn.Parameter, facts.TENSOR: __import__("torch").Tensor, facts.MODULE: nn.Module}
+    if isinstance(expected, tuple):
+        assert isinstance(first, tuple) and len(first) == len(expected)
+        assert isinstance(first[0], str) and expected[0] is None
+        assert isinstance(first[1], kinds[expected[1]])
+    else:
+        assert isinstance(first, kinds[expected])

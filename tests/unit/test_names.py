@@ -158,7 +158,7 @@ TENSOR = Value("torch.Tensor")
 def unpacking_source(binding: str, name: str) -> str:
     return (
         "import torch\nimport torch.nn as nn\n\n"
-        "def 用户函数(x):\n    return x, x\n\n"
+        "def 用户函数(x):\n    return x, load(x)\n\n"
         f"x = torch.randn(5, 4)\n{binding}\n说明 = '张量 🎲'; {name}.view(-1)\n"
     )
 
@@ -258,7 +258,7 @@ def test_for_loop_targets(line_contains, name, expected):
 
 def test_a_shadowed_enumerate_is_not_stepped_through():
     text = (
-        "import torch\nx = torch.randn(4, 2)\ndef enumerate(xs):\n    return xs\n"
+        "import torch\nx = torch.randn(4, 2)\ndef enumerate(xs):\n    return load(xs)\n"
         "for i, 片 in enumerate(x.chunk(2)):\n    说明 = '自定义 🛠️'; 片.sum()\n"
     )
     assert value_of(text, "片.sum()", "片") is None
@@ -307,6 +307,7 @@ class 块(nn.Module):
         self.qkv = nn.Linear(dim, dim * 3)
         self.norm = nn.LayerNorm(dim)
         self.blocks = nn.Sequential(nn.Linear(dim, dim))
+        self.blocks2 = nn.Sequential(*make_layers(dim))
 
     def helper(self, x):
         return x
@@ -316,8 +317,9 @@ class 块(nn.Module):
         q, k, v = qkv.unbind(0)
         y = self.norm(x)
         z = self.blocks(x)
+        z2 = self.blocks2(x)
         w = self.helper(x)
-        说明 = "层的输出 🧮"; return qkv, q, y, z, w
+        说明 = "层的输出 🧮"; return qkv, q, y, z, z2, w
 """
 
 
@@ -327,7 +329,8 @@ class 块(nn.Module):
         ("qkv", TENSOR),  # a Linear the module holds, called: a tensor (then reshape)
         ("q", TENSOR),
         ("y", TENSOR),  # LayerNorm
-        ("z", None),  # Sequential: whatever its last layer returns
+        ("z", TENSOR),  # Sequential: whatever its last layer returns (a Linear)
+        ("z2", None),  # a Sequential built from a list the file does not show
         ("w", None),  # the module's own method
     ],
 )
@@ -805,8 +808,8 @@ class 注意力(nn.Module):
         ("d", Value("torch.Tensor")),  # ``Tuple[Tensor, Tensor]`` unpacked
         ("e", Value("torch.Tensor")),
         ("f", Value("torch.Tensor")),  # an element of ``List[Tensor]``
-        ("g", None),  # ``Tuple[Tensor, int]``: not every element is a tensor
-        ("h", None),
+        ("g", Value("torch.Tensor")),  # ``Tuple[Tensor, int]``: the first element is a tensor
+        ("h", None),  # the second an int
         ("i", Value("torch.Tensor")),  # ``functools.lru_cache`` keeps the result
         ("j", None),  # a decorator of the file may return anything
         ("k", None),  # ``async def``: a coroutine
@@ -863,3 +866,300 @@ def test_builtin_containers_are_told_from_their_binding(name, expected):
     column = lines[row].index(name)
     index = ModuleIndex(parse_tolerant(CONTAINERS), SourceText(CONTAINERS))
     assert index.container_at(name, Position(row, column + len(name))) == expected
+
+
+# ------------------------------------------------------------------ receivers the code proves (issue 12, point 4)
+
+PIPELINE = """\
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.utils.data import DataLoader, Dataset, TensorDataset
+
+
+class 数据集(Dataset):
+    def __init__(self, n):
+        self.images = torch.randn(n, 3, 8, 8)
+        self.labels = torch.randint(0, 10, (n,))
+
+    def __len__(self):
+        return len(self.labels)
+
+    def __getitem__(self, i):
+        return self.images[i], int(self.labels[i])
+
+
+class 字典数据集(Dataset):
+    def __getitem__(self, i):
+        return {"x": torch.zeros(2)}
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3)
+        self.head = nn.Linear(8, 10)
+
+    def forward(self, x):
+        说明 = "前向 ➡️"; h = self.conv(x)
+        return self.head(h.mean((2, 3)))
+
+
+class 自定义移动(nn.Module):
+    def to(self, device):
+        return device
+
+
+def train(model, loader, device):
+    model.train()
+    for step, (images, labels) in enumerate(loader):
+        说明 = "批次 📦"; images, labels = images.to(device), labels.to(device)
+        说明 = "模型 🧠"; loss = F.cross_entropy(model(images), labels)
+    for 图, 标签 in loader:
+        说明 = "循环 🔁"; print(图.shape, 标签.shape)
+
+
+def main():
+    device = torch.device("cpu")
+    model = Net().to(device)
+    评估模型 = Net().eval()
+    奇怪 = 自定义移动().to(device)
+    loader = DataLoader(TensorDataset(torch.randn(4, 3, 8, 8), torch.arange(4)), batch_size=2)
+    train(model, loader, device)
+    自己的 = DataLoader(数据集(8), batch_size=4, shuffle=True)
+    for 图像, 类别 in 自己的:
+        说明 = "自定义数据集 🖼️"; print(图像.shape, 类别.shape)
+    拼接的 = DataLoader(数据集(8), batch_size=4, collate_fn=lambda b: b)
+    for 样本 in 拼接的:
+        说明 = "自定义 collate 🧩"; print(样本)
+    for 字典 in DataLoader(字典数据集(), batch_size=2):
+        说明 = "字典 📚"; print(字典)
+    第一批 = next(iter(自己的))
+    说明 = "取一批 🎁"; print(第一批[0].shape, model, 评估模型, 奇怪)
+"""
+
+
+@pytest.mark.parametrize(
+    ("line_contains", "name", "expected"),
+    [
+        ("批次", "images", TENSOR),  # a loader passed to a function: the call in main says what it is
+        ("批次", "labels", TENSOR),
+        ("模型 🧠", "model", Value("torch.nn.Module", "Net")),  # ``Net().to(device)`` is still the Net
+        ("循环", "图", TENSOR),
+        ("前向", "x", TENSOR),  # forward's parameter: ``model(images)`` passes a batch tensor
+        ("自定义数据集", "图像", TENSOR),  # a Dataset of the file: __getitem__'s tensor, collated
+        ("自定义数据集", "类别", TENSOR),  # an int in the sample becomes a tensor once collated
+        ("取一批", "第一批", None),  # a tuple, not one value
+        ("取一批", "评估模型", Value("torch.nn.Module", "Net")),
+        ("取一批", "奇怪", None),  # the class defines its own ``to``
+        ("自定义 collate", "样本", None),  # a collate_fn decides what a batch is
+        ("字典", "字典", None),  # dict samples are not followed
+    ],
+)
+def test_data_pipelines_and_modules_moved_to_a_device(line_contains, name, expected):
+    assert value_of(PIPELINE, line_contains, name) == expected
+
+
+def test_indexing_a_batch_from_next_iter():
+    text = PIPELINE + "    说明 = '下标 🔢'; 第一批[0].view(-1)\n"
+    assert value_of(text, "第一批[0].view", "第一批[0]") == TENSOR
+
+
+GPT_STYLE = """\
+import torch
+import torch.nn as nn
+
+
+class 注意力(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.qkv = nn.Linear(d, 3 * d)
+
+    def forward(self, x):
+        说明 = "注意力 🎯"; B, T, C = x.size()
+        q, k, v = self.qkv(x).split(C, dim=2)
+        return q
+
+
+class 块(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.ln = nn.LayerNorm(d)
+        self.attn = 注意力(d)
+
+    def forward(self, x):
+        说明 = "块 🧱"; return x + self.attn(self.ln(x))
+
+
+class 模型(nn.Module):
+    def __init__(self, d, n):
+        super().__init__()
+        self.transformer = nn.ModuleDict(dict(wte=nn.Embedding(100, d), h=nn.ModuleList([块(d) for _ in range(n)])))
+        self.extra = nn.ModuleList()
+        self.extra.append(nn.Linear(d, d))
+        self.extra.append(nn.Linear(d, d))
+        self.mixed = nn.ModuleList()
+        self.mixed.append(nn.Linear(d, d))
+        self.mixed.append(make_layer(d))
+        self.head = nn.Sequential(nn.LayerNorm(d), nn.Linear(d, 100))
+
+    def forward(self, idx):
+        说明 = "嵌入 🔤"; x = self.transformer.wte(idx)
+        说明 = "嵌入后 🔡"; print(x)
+        for block in self.transformer.h:
+            说明 = "循环块 🔁"; x = block(x)
+        for layer in self.extra:
+            说明 = "追加的层 ➕"; x = layer(x)
+        for other in self.mixed:
+            说明 = "混合的层 🔀"; other(x)
+        logits = self.head(x)
+        说明 = "头 🗣️"; print(logits)
+        params = {name: p for name, p in self.named_parameters() if p.requires_grad}
+        说明 = "参数 ⚙️"; decay = [p for p in params.values() if p.dim() >= 2]
+        weight = next(self.parameters())
+        说明 = "下一个 ⏭️"; return logits, weight
+
+    @torch.no_grad()
+    def generate(self, idx, steps):
+        for _ in range(steps):
+            说明 = "生成 🧪"; logits, _ = self(idx[:, -8:])
+            idx = torch.cat((idx, logits.argmax(-1)[:, -1:]), dim=1)
+        return idx
+
+
+def run():
+    m = 模型(16, 2)
+    out = m.generate(torch.zeros(1, 1, dtype=torch.long), 4)
+    说明 = "结果 📤"; print(out.tolist())
+"""
+
+
+@pytest.mark.parametrize(
+    ("line_contains", "name", "expected"),
+    [
+        ("注意力 🎯", "x", TENSOR),  # called as self.attn(self.ln(x)) by 块, called for each block of a ModuleList
+        ("块 🧱", "x", TENSOR),
+        ("嵌入后 🔡", "x", TENSOR),  # a ModuleDict(dict(...)) member: an Embedding
+        ("嵌入 🔤", "idx", TENSOR),  # forward called through self(...) in generate, from run(): m.generate(zeros)
+        ("循环块", "block", Value("torch.nn.Module", "块")),
+        ("追加的层", "layer", Value("torch.nn.Linear")),  # layers appended to an empty ModuleList
+        ("混合的层", "other", None),  # one of them is unknown
+        ("头 🗣️", "logits", TENSOR),  # a Sequential returns what its last layer returns
+        ("参数", "p", Value("torch.nn.Parameter")),  # dict comprehension over named_parameters, then .values()
+        ("下一个 ⏭️", "weight", Value("torch.nn.Parameter")),
+        ("生成", "idx", TENSOR),
+        ("结果", "out", TENSOR),  # generate returns idx, a tensor on every path
+    ],
+)
+def test_gpt_style_models(line_contains, name, expected):
+    assert value_of(GPT_STYLE, line_contains, name) == expected
+
+
+RECURRENT = """\
+import torch
+import torch.nn as nn
+
+
+class 标注器(nn.Module):
+    def __init__(self, kind):
+        super().__init__()
+        self.lstm = nn.LSTM(8, 16, batch_first=True)
+        self.attn = nn.MultiheadAttention(16, 2)
+        if kind == "gru":
+            self.rnn = nn.GRU(8, 16)
+        else:
+            self.rnn = nn.LSTM(8, 16)
+
+    def forward(self, x, state):
+        h, _ = self.lstm(x)
+        out, (h_n, c_n) = self.lstm(x, state)
+        y, weights = self.attn(h, h, h)
+        first = self.attn(h, h, h)[0]
+        output, hidden = self.rnn(x)
+        说明 = "循环 🔁"; return h, out, h_n, c_n, y, weights, first, output, hidden
+
+
+def repackage(h):
+    if isinstance(h, torch.Tensor):
+        说明 = "收窄 🎯"; return h.detach()
+    if isinstance(h, torch.Tensor):
+        h = h.tolist()
+        说明 = "又绑定 🔗"; return h
+    return tuple(repackage(v) for v in h)
+"""
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("h", TENSOR),  # LSTM returns (output, (h_n, c_n))
+        ("out", TENSOR),
+        ("h_n", TENSOR),
+        ("c_n", TENSOR),
+        ("y", TENSOR),  # MultiheadAttention returns (output, weights)
+        ("weights", TENSOR),
+        ("first", TENSOR),
+        ("output", TENSOR),  # a GRU or an LSTM: the output is a tensor either way
+        ("hidden", None),  # a tensor for the GRU, a tuple for the LSTM
+    ],
+)
+def test_recurrent_layers_unpack_by_position(name, expected):
+    assert value_returned_last(name, RECURRENT.split("\n\n\ndef repackage")[0] + "\n") == expected
+
+
+def test_isinstance_narrows_a_name_until_it_is_bound_again():
+    assert value_of(RECURRENT, "收窄", "h") == TENSOR
+    assert value_of(RECURRENT, "又绑定", "h") is None
+
+
+CALLED_METHODS = """\
+import torch
+import torch.nn as nn
+
+
+class 编码器(nn.Module):
+    def __init__(self, norm=None, dim=8):
+        super().__init__()
+        self.norm = norm
+        self.proj = nn.Linear(dim, dim)
+        self.apply(self._init)
+
+    def _init(self, module):
+        说明 = "回调 📞"; print(module)
+
+    def split(self, t, n):
+        说明 = "方法 🔧"; return t.chunk(n)
+
+    def forward(self, x):
+        if self.norm is not None:
+            说明 = "可选层 🧩"; x = self.norm(x)
+        return self.split(self.proj(x), 2)
+
+
+class 工厂用户:
+    def __init__(self, block):
+        说明 = "工厂 🏭"; self.block = block
+
+
+def build():
+    工厂用户(nn.Linear)
+    return 编码器(nn.LayerNorm(8))
+"""
+
+
+@pytest.mark.parametrize(
+    ("line_contains", "name", "expected"),
+    [
+        ("方法", "t", TENSOR),  # self.split(self.proj(x), 2)
+        ("回调", "module", None),  # passed to self.apply: its calls are elsewhere
+        ("可选层", "self.norm", Value("torch.nn.LayerNorm")),  # __init__'s norm from 编码器(nn.LayerNorm(8))
+        ("工厂 🏭", "block", None),  # the class itself is passed: not an instance
+    ],
+)
+def test_parameters_from_the_calls_the_file_makes(line_contains, name, expected):
+    assert value_of(CALLED_METHODS, line_contains, name) == expected
+
+
+def test_a_class_passed_as_a_factory_hides_its_constructor_calls():
+    text = CALLED_METHODS.replace("    工厂用户(nn.Linear)\n", "    工厂用户(编码器)\n")
+    assert value_of(text, "可选层", "self.norm") is None

@@ -76,9 +76,52 @@ TENSOR_RETURNING_MODULES = frozenset(
     ConvTranspose3d BatchNorm1d BatchNorm2d BatchNorm3d LayerNorm GroupNorm InstanceNorm1d InstanceNorm2d
     RMSNorm Dropout Dropout1d Dropout2d Dropout3d ReLU ReLU6 LeakyReLU GELU SiLU ELU SELU Mish Softplus
     Hardswish Sigmoid Tanh Softmax LogSoftmax Embedding AvgPool1d AvgPool2d AvgPool3d AdaptiveAvgPool1d
-    AdaptiveAvgPool2d AdaptiveAvgPool3d Upsample PixelShuffle ZeroPad2d ConstantPad2d
+    AdaptiveAvgPool2d AdaptiveAvgPool3d Upsample PixelShuffle ZeroPad2d ConstantPad2d GRUCell RNNCell
+    TransformerEncoder TransformerDecoder TransformerEncoderLayer TransformerDecoderLayer Transformer
     """.split()
 )
+
+# Layers whose call returns a tuple, and what each position holds: a tensor, or a tuple of them. ``LSTM`` returns
+# ``(output, (h_n, c_n))``; ``MultiheadAttention`` ``(output, weights)``, the weights None with
+# ``need_weights=False`` (where they are used at all, they are a tensor). Checked against the installed torch by
+# tests/unit/test_facts_against_torch.py.
+MODULE_CALL_PARTS: dict[str, tuple] = {
+    "torch.nn.LSTM": (TENSOR, (TENSOR, TENSOR)),
+    "torch.nn.GRU": (TENSOR, TENSOR),
+    "torch.nn.RNN": (TENSOR, TENSOR),
+    "torch.nn.LSTMCell": (TENSOR, TENSOR),
+    "torch.nn.MultiheadAttention": (TENSOR, TENSOR),
+}
+
+# nn.Module methods that return the module itself (``model = Net().to(device)`` is still a ``Net``).
+MODULE_SELF_METHODS = frozenset(
+    "to cuda cpu xpu mtia ipu train eval float double half bfloat16 requires_grad_ apply type share_memory "
+    "to_empty".split()
+)
+
+# nn.Module methods that return an iterator, and what each element is: a class, or a tuple whose positions hold a
+# class or something that is not a torch value (None: the names of ``named_parameters``).
+MODULE = "torch.nn.Module"
+MODULE_ITERATORS: dict[str, str | tuple[str | None, ...]] = {
+    "parameters": "torch.nn.Parameter",
+    "named_parameters": (None, "torch.nn.Parameter"),
+    "buffers": TENSOR,
+    "named_buffers": (None, TENSOR),
+    "children": MODULE,
+    "modules": MODULE,
+    "named_children": (None, MODULE),
+    "named_modules": (None, MODULE),
+}
+
+# Containers of layers: calling a Sequential runs its layers in turn; iterating any of them yields its layers.
+SEQUENTIAL = "torch.nn.Sequential"
+LAYER_CONTAINERS = frozenset({SEQUENTIAL, "torch.nn.ModuleList"})
+MODULE_DICT = "torch.nn.ModuleDict"
+
+# torch.utils.data: what iterating a loader or a dataset yields is read from the dataset the code builds.
+DATA_LOADER = "torch.utils.data.DataLoader"
+TENSOR_DATASET = "torch.utils.data.TensorDataset"
+DATASET_BASES = frozenset({"torch.utils.data.Dataset", "torch.utils.data.dataset.Dataset"})
 
 # Parameters and buffers that torch layers register (``bn.weight``, ``conv.bias``, ``bn.running_var``): each
 # holds a tensor, or None when the layer was built without it (``bias=False``, ``affine=False``), which for
@@ -168,10 +211,14 @@ def instance_call_result(class_qualname: str) -> str | None:
     return None
 
 
-def method_result(receiver_class: str, method: str) -> str | None:
-    """The class of the value returned by ``receiver.method(...)``."""
-    if ATTRIBUTE_BASES.get(receiver_class, receiver_class) == TENSOR and method in TENSOR_RETURNING_METHODS:
-        return TENSOR
+def method_result(receiver_class: str, method: str, has_arguments: bool = True) -> str | None:
+    """The class of the value returned by ``receiver.method(...)`` (``has_arguments``: the call passes any)."""
+    if ATTRIBUTE_BASES.get(receiver_class, receiver_class) == TENSOR:
+        if method in TENSOR_RETURNING_METHODS or (method == "type" and has_arguments):  # ``x.type()`` is a str
+            return TENSOR
+        return None
+    if method in MODULE_SELF_METHODS and (receiver_class == MODULE or is_module_class(receiver_class)):
+        return receiver_class
     return None
 
 

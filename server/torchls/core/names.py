@@ -22,8 +22,29 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from torchls.core import facts
+from torchls.core.call_sites import CallSiteInference
 from torchls.core.parsing import ParsedSource
+from torchls.core.parts import (
+    MAX_DEPTH,
+    TENSOR,
+    PartsInference,
+    Value,
+    as_value,
+    generic_name,
+    is_int_literal,
+    is_module,
+    pick,
+    unquoted,
+)
+from torchls.core.parts import (
+    common as _common,
+)
+from torchls.core.parts import (
+    is_tensor as _is_tensor,
+)
 from torchls.core.text import Position, SourceText, Span
+
+__all__ = ["ModuleIndex", "Target", "Value"]
 
 TargetKind = Literal["reference", "instance", "keyword"]
 
@@ -49,14 +70,6 @@ class Target:
     callee_end: Position | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Value:
-    """An inferred value: an instance of ``qualname`` (a torch class), maybe through a user subclass."""
-
-    qualname: str
-    user_class: str | None = None
-
-
 @dataclass(slots=True)
 class _ClassInfo:
     node: ast.ClassDef
@@ -76,6 +89,25 @@ class _Binding:
     last_line: int | None = None  # a ``for`` target holds an element only up to the end of the loop's body
     parameter_of: ast.FunctionDef | ast.AsyncFunctionDef | None = None  # a plain parameter of this function
     defines: ast.FunctionDef | ast.AsyncFunctionDef | None = None  # ``def name(...)``: the function it binds
+    inclusive: bool = False  # a comprehension's target: seen on its own line too (``[p for p in ps if p.x]``)
+
+    def seen_from(self, line: int) -> bool:
+        """True when code at ``line`` comes after this binding."""
+        return self.line < line or (self.inclusive and self.line == line)
+
+    def visible_at(self, line: int) -> bool:
+        """For a ``for`` or comprehension target: True while it holds an element (inside the loop)."""
+        return self.seen_from(line) and (self.last_line is None or line <= self.last_line)
+
+
+@dataclass(frozen=True, slots=True)
+class _Narrowing:
+    """The body of ``if isinstance(name, kind):`` in ``scope``: lines after ``first`` up to ``last``."""
+
+    scope: ast.AST
+    first: int
+    last: int
+    kind: ast.expr
 
 
 @dataclass(slots=True)
@@ -89,7 +121,7 @@ class _Identifier:
     segment: str | None = None  # for dotted import names: the dotted prefix up to this segment
 
 
-class ModuleIndex:
+class ModuleIndex(PartsInference, CallSiteInference):
     """Everything the fast path needs about one version of one file; build once, query many times."""
 
     def __init__(
@@ -117,8 +149,18 @@ class ModuleIndex:
         self._function_results: dict[ast.AST, Value] = {}  # functions proven to return a torch value
         self._branch_marks: dict[int, dict[int, int]] | None = None  # line -> {if statement: branch}; see below
         self._if_else: list[ast.If] = []  # every ``if`` with an ``else`` (or ``elif``), for _branch_marks
+        self._narrowings: dict[str, list[_Narrowing]] = defaultdict(list)  # ``if isinstance(name, C):`` bodies
         self._name_uses: dict[str, list[ast.Name]] = defaultdict(list)  # every load of each plain name
         self._calls: dict[str, list[ast.Call]] = defaultdict(list)  # every call of each plain name
+        self._all_calls: list[tuple[ast.Call, ast.AST, ast.ClassDef | None]] = []  # with scope and class
+        self._call_by_func: dict[int, ast.Call] = {}  # a call by the id of its callee expression
+        self._attribute_loads: dict[str, list[ast.Attribute]] = defaultdict(list)  # ``x.name`` loads, by name
+        self._method_class: dict[ast.AST, ast.ClassDef] = {}  # each method -> its class
+        # What ``xs.append(...)`` / ``self.layers.append(...)`` add to a list: None once something unknown is.
+        self._appends: dict[tuple, list[ast.expr] | None] = {}
+        self._init_call_sites()
+        self.memo: dict[tuple, object] = {}  # proven values and parts, by question (never a None: see infer)
+        self.steps = 0  # taken by the current question (see PartsInference.step)
         self._torch_uses: tuple[frozenset[str], frozenset[str], frozenset[str]] | None = None
         self._statement_lines: list[int] | None = None  # built on first use
         self._collect(self.tree, scope=self.tree, klass=None, method_of=None)
@@ -153,6 +195,8 @@ class ModuleIndex:
             return
         elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
             self._enclosing[node] = scope
+            if method_of is not None:
+                self._method_class[node] = method_of
             if not isinstance(node, ast.Lambda):
                 self._bindings[scope][node.name].append(_Binding(node.lineno - 1, None, defines=node))
                 self._scopes.append((node.lineno - 1, self._extended_end(node), node, method_of))
@@ -167,7 +211,7 @@ class ModuleIndex:
                 if arg is None:
                     continue
                 plain = arg is not args.vararg and arg is not args.kwarg and not isinstance(node, ast.Lambda)
-                function = node if plain and method_of is None else None  # methods are called through objects
+                function = node if plain else None  # its calls in the file say what it holds (see call_sites)
                 self._bindings[node][arg.arg].append(
                     _Binding(node.lineno - 1, None, arg.annotation, parameter_of=function)  # type: ignore[arg-type]
                 )
@@ -185,11 +229,19 @@ class ModuleIndex:
             self._bind_target(node.target, scope, klass, node.value, node.lineno, node.annotation)
         elif isinstance(node, ast.For):
             self._bind_part(node.target, scope, klass, node.iter, (None,), node.lineno, self._loop_body_end(node))
-        elif isinstance(node, ast.AugAssign | ast.AsyncFor | ast.comprehension):
+        elif isinstance(node, ast.AugAssign | ast.AsyncFor):
             target = node.target
             for name in ast.walk(target):
                 if isinstance(name, ast.Name):
-                    self._bind(scope, name.id, getattr(node, "lineno", 1), None)
+                    self._bind(scope, name.id, node.lineno, None)
+            if isinstance(node, ast.AugAssign):  # ``xs += [...]``: the list may now hold anything
+                self._appends[self._container_key(node.target, scope)] = None
+        elif isinstance(node, ast.ListComp | ast.SetComp | ast.DictComp | ast.GeneratorExp):
+            last = (node.end_lineno or node.lineno) - 1
+            for generator in node.generators:
+                self._bind_part(
+                    generator.target, scope, klass, generator.iter, (None,), node.lineno, last, inclusive=True
+                )
         elif isinstance(node, ast.withitem) and node.optional_vars is not None:
             for name in ast.walk(node.optional_vars):
                 if isinstance(name, ast.Name):
@@ -198,10 +250,15 @@ class ModuleIndex:
             self._bind(scope, node.target.id, node.lineno, node.value)
         elif isinstance(node, ast.Name | ast.Attribute):
             self._record_identifier(node, scope, klass)
-        elif isinstance(node, ast.If) and node.orelse:
-            self._if_else.append(node)
+        elif isinstance(node, ast.If):
+            if node.orelse:
+                self._if_else.append(node)
+            self._record_narrowing(node, scope)
         elif isinstance(node, ast.Call):
             self._record_registration(node, klass)
+            self._record_append(node, scope)
+            self._all_calls.append((node, scope, klass))
+            self._call_by_func[id(node.func)] = node
             if isinstance(node.func, ast.Name):
                 self._calls[node.func.id].append(node)
             for keyword in node.keywords:
@@ -233,6 +290,69 @@ class ModuleIndex:
         self.classes.setdefault(klass.name, _ClassInfo(klass)).self_bindings[call.args[0].value].append(
             Value(kind) if known else None
         )
+
+    def _record_narrowing(self, node: ast.If, scope: ast.AST) -> None:
+        """``if isinstance(h, torch.Tensor):``: inside the body, ``h`` is one (until it is bound again)."""
+        test = node.test
+        if (
+            isinstance(test, ast.Call)
+            and isinstance(test.func, ast.Name)
+            and test.func.id == "isinstance"
+            and len(test.args) == 2
+            and isinstance(test.args[0], ast.Name)
+            and isinstance(test.args[1], ast.Name | ast.Attribute)
+        ):
+            last = (node.body[-1].end_lineno or node.body[-1].lineno) - 1
+            narrowing = _Narrowing(scope, node.lineno - 1, last, test.args[1])
+            self._narrowings[test.args[0].id].append(narrowing)
+
+    def _narrowed(self, name: str, where: _Identifier, line: int) -> Value | None:
+        """The class an ``isinstance`` test proves ``name`` is at ``line`` (the binding it tested still holds)."""
+        for narrowing in self._narrowings.get(name, ()):
+            if narrowing.scope is not where.scope or not narrowing.first < line <= narrowing.last:
+                continue
+            binding = self._latest_binding(name, where, line)
+            if binding is not None and binding.line > narrowing.first:
+                continue  # bound again inside the body
+            qualname = self.qualify(narrowing.kind)
+            if (
+                qualname is not None
+                and _is_torch_name(qualname)
+                and qualname[len(qualname.rsplit(".", 1)[0]) + 1 :][:1].isupper()
+            ):
+                return Value(qualname)
+            if isinstance(narrowing.kind, ast.Name) and narrowing.kind.id in self.classes:
+                base = self._torch_base(narrowing.kind.id)
+                return Value(base, narrowing.kind.id) if base else None
+        return None
+
+    @staticmethod
+    def _container_key(target: ast.expr, scope: ast.AST) -> tuple:
+        """How :attr:`_appends` names a list: a name in a scope, or a ``self`` attribute of any class."""
+        if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
+            return ("self", target.attr)
+        return ("name", id(scope), target.id) if isinstance(target, ast.Name) else ("other",)
+
+    def _record_append(self, call: ast.Call, scope: ast.AST) -> None:
+        """``xs.append(x)``, ``self.layers.extend(more)``, ``xs.insert(0, x)``: what a list is given."""
+        func = call.func
+        if not isinstance(func, ast.Attribute) or func.attr not in ("append", "extend", "insert"):
+            return
+        key = self._container_key(func.value, scope)
+        added = self._appends.setdefault(key, [])
+        if added is None:
+            return
+        argument = call.args[-1] if call.args and not call.keywords else None
+        if argument is None or isinstance(argument, ast.Starred) or (func.attr == "insert") != (len(call.args) == 2):
+            self._appends[key] = None
+        elif func.attr == "extend":
+            added.append(ast.Starred(value=argument, lineno=argument.lineno))  # its elements
+        else:
+            added.append(argument)
+
+    def _appended(self, key: tuple) -> list[ast.expr] | None:
+        """What the file appends to the list ``key`` names (see :meth:`_container_key`); None when unknown."""
+        return self._appends.get(key, [])
 
     def _bind(self, scope: ast.AST, name: str, lineno: int, value: ast.expr | None) -> None:
         self._bindings[scope][name].append(_Binding(lineno - 1, value))
@@ -269,11 +389,13 @@ class ModuleIndex:
         path: _Path,
         lineno: int,
         last_line: int | None = None,
+        inclusive: bool = False,
     ) -> None:
         """Bind the names of an unpacking or ``for`` target to the parts of ``iterated`` they receive; which
         parts are tensors is decided when a name is inferred."""
         if isinstance(target, ast.Name):
-            self._bindings[scope][target.id].append(_Binding(lineno - 1, None, None, iterated, path, last_line))
+            binding = _Binding(lineno - 1, None, None, iterated, path, last_line, inclusive=inclusive)
+            self._bindings[scope][target.id].append(binding)
         elif isinstance(target, ast.Tuple | ast.List):
             after_star = False
             for index, element in enumerate(target.elts):
@@ -282,7 +404,7 @@ class ModuleIndex:
                     after_star = True
                 else:
                     position = None if after_star else index
-                    self._bind_part(element, scope, klass, iterated, (*path, position), lineno, last_line)
+                    self._bind_part(element, scope, klass, iterated, (*path, position), lineno, last_line, inclusive)
         else:
             self._bind_unknown(target, scope, klass, lineno)
 
@@ -301,6 +423,8 @@ class ModuleIndex:
                 self.classes.setdefault(klass.name, _ClassInfo(klass)).self_bindings[node.attr].append(None)
 
     def _record_identifier(self, node: ast.Name | ast.Attribute, scope: ast.AST, klass: ast.ClassDef | None) -> None:
+        if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
+            self._attribute_loads[node.attr].append(node)
         if isinstance(node, ast.Name):
             if isinstance(node.ctx, ast.Load):
                 self._name_uses[node.id].append(node)
@@ -437,6 +561,7 @@ class ModuleIndex:
 
     def value_at(self, expression: str, position: Position) -> Value | None:
         """The torch value of ``expression`` (``x``, ``self.fc``, ``model``) as code at ``position`` sees it."""
+        self.steps = 0
         try:
             expr = ast.parse(expression.strip(), mode="eval").body
         except SyntaxError:
@@ -480,6 +605,7 @@ class ModuleIndex:
 
     def target_at(self, position: Position) -> Target | None:
         """The symbol at ``position`` (code points), or None when there is no identifier there."""
+        self.steps = 0
         identifier = self._identifier_at(position)
         if identifier is None:
             return None
@@ -634,8 +760,17 @@ class ModuleIndex:
 
     def infer(self, expr: ast.expr, where: _Identifier, line: int, depth: int = 0) -> Value | None:
         """The torch class of the value of ``expr`` at ``line``, when the file proves it; else None."""
-        if depth > 12:
+        if depth > MAX_DEPTH or not self.step():
             return None
+        key = ("value", expr, line, where.scope, where.klass)
+        if key in self.memo:
+            return self.memo[key]
+        found = self._infer(expr, where, line, depth)
+        if found is not None:  # proven whatever was cut short elsewhere: every combination needs all its parts
+            self.memo[key] = found
+        return found
+
+    def _infer(self, expr: ast.expr, where: _Identifier, line: int, depth: int) -> Value | None:
         if isinstance(expr, ast.Name):
             return self._infer_name(expr.id, where, line, depth)
         if isinstance(expr, ast.Attribute):
@@ -643,6 +778,8 @@ class ModuleIndex:
                 return self._infer_self_attribute(where.klass, expr.attr, where, depth)
             receiver = self.infer(expr.value, where, line, depth + 1)
             if receiver is not None and receiver.user_class is None:
+                if receiver.qualname == facts.MODULE_DICT:  # ``self.transformer.wte``
+                    return self.module_dict_member(expr.value, expr.attr, where, line, depth + 1)
                 result = facts.attribute_result(receiver.qualname, expr.attr) or facts.module_attribute_result(
                     receiver.qualname, expr.attr
                 )
@@ -656,103 +793,35 @@ class ModuleIndex:
             # Arithmetic on a tensor or a Parameter gives a plain tensor (``bn.weight / bn.running_var``).
             for side in (expr.left, expr.right):
                 if _is_tensor(self.infer(side, where, line, depth + 1)):
-                    return Value(facts.TENSOR)
+                    return TENSOR
             return None
-        if isinstance(expr, ast.Subscript) and _is_int_literal(expr.slice):  # ``torch.max(x, 1)[0]``
-            return Value(facts.TENSOR) if self._yields_tensors(expr.value, where, line, depth + 1) else None
+        if isinstance(expr, ast.Subscript) and is_int_literal(expr.slice):  # ``torch.max(x, 1)[0]``, ``out[0]``
+            return as_value(self.parts(expr, where, line, depth + 1))
         if isinstance(expr, ast.UnaryOp | ast.Subscript):
             operand = expr.operand if isinstance(expr, ast.UnaryOp) else expr.value
-            return Value(facts.TENSOR) if _is_tensor(self.infer(operand, where, line, depth + 1)) else None
+            return TENSOR if _is_tensor(self.infer(operand, where, line, depth + 1)) else None
         return None
 
     def _infer_part(self, iterated: ast.expr, path: _Path, where: _Identifier, line: int, depth: int) -> Value | None:
         """The value of the part of ``iterated`` that ``path`` leads to (see :class:`_Binding`)."""
-        if depth > 12:
-            return None
-        if not path:
-            return self.infer(iterated, where, line, depth)
-        position, rest = path[0], path[1:]
-        if isinstance(iterated, ast.Tuple | ast.List) and position is not None:  # ``a, b = b, a``
-            if any(isinstance(e, ast.Starred) for e in iterated.elts) or position >= len(iterated.elts):
-                return None
-            return self._infer_part(iterated.elts[position], rest, where, line, depth + 1)
-        zipped = self._zipped_iterable(iterated, rest[0] if rest else None)
-        if zipped is not None:  # ``for i, t in enumerate(ts)``: ``t`` is an element of ``ts``
-            return self._infer_part(zipped, (position, *rest[1:]), where, line, depth + 1)
-        # Every part, at any depth, of a sequence of tensors is a tensor: unpacking a tensor yields its rows.
-        return Value(facts.TENSOR) if self._yields_tensors(iterated, where, line, depth + 1) else None
-
-    def _zipped_iterable(self, iterated: ast.expr, position: int | None) -> ast.expr | None:
-        """For ``enumerate(xs)`` and ``zip(xs, ys)``, the iterable whose elements fill ``position`` of each
-        element they yield; None elsewhere (and for ``enumerate``'s counter)."""
-        if not (
-            isinstance(iterated, ast.Call)
-            and isinstance(iterated.func, ast.Name)
-            and iterated.func.id in ("enumerate", "zip")
-            and position is not None
-            and not iterated.keywords
-            and not any(isinstance(a, ast.Starred) for a in iterated.args)
-            and self._is_builtin(iterated.func.id)
-        ):
-            return None
-        if iterated.func.id == "enumerate":
-            return iterated.args[0] if position == 1 and iterated.args else None
-        return iterated.args[position] if position < len(iterated.args) else None
+        parts = self.parts(iterated, where, line, depth + 1)
+        for position in path:
+            parts = pick(parts, position)
+        return as_value(parts)
 
     def _is_builtin(self, name: str) -> bool:
         """True when no import or binding anywhere in the file hides the builtin ``name``."""
         return name not in self.imports and all(name not in names for names in self._bindings.values())
 
-    def _yields_tensors(
-        self, expr: ast.expr, where: _Identifier, line: int, depth: int, through_name: bool = False
-    ) -> bool:
-        """True when unpacking or iterating the value of ``expr`` certainly yields tensors: a tensor (its rows), a
-        call that returns a tuple of tensors, a display of tensors. ``through_name``: ``expr`` is the value of a
-        name, which a list may no longer hold since (``parts.append(...)``)."""
-        if depth > 12:
-            return False
-        if _is_tensor(self.infer(expr, where, line, depth)):  # its rows
-            return True
-        if isinstance(expr, ast.Call):
-            return self._call_yields_tensors(expr, where, line, depth)
-        if isinstance(expr, ast.Name):
-            binding = self._latest_binding(expr.id, where, line)
-            return (
-                binding is not None
-                and binding.value is not None
-                and self._yields_tensors(binding.value, where, binding.line, depth + 1, through_name=True)
-            )
-        if isinstance(expr, ast.Tuple) or (isinstance(expr, ast.List) and not through_name):
-            return all(self._element_is_tensors(e, where, line, depth + 1) for e in expr.elts)
-        if isinstance(expr, ast.IfExp):
-            branches = (expr.body, expr.orelse)
-            return all(self._yields_tensors(b, where, line, depth + 1, through_name) for b in branches)
-        return False
-
-    def _element_is_tensors(self, element: ast.expr, where: _Identifier, line: int, depth: int) -> bool:
-        """True when an element of a display is a tensor, or a ``*xs`` whose elements are tensors."""
-        if isinstance(element, ast.Starred):
-            return self._yields_tensors(element.value, where, line, depth)
-        return _is_tensor(self.infer(element, where, line, depth))
-
-    def _call_yields_tensors(self, call: ast.Call, where: _Identifier, line: int, depth: int) -> bool:
-        callee = self.qualify(call.func)
-        if callee is not None:
-            return facts.call_yields_tensors(callee)
-        called = self._called_function(call.func, where, line)
-        if called is not None:  # ``q, k = self.split_heads(x)`` with ``-> Tuple[Tensor, Tensor]``
-            returns = called[0].returns
-            return returns is not None and self._annotation_yields_tensors(returns)
-        if isinstance(call.func, ast.Attribute):
-            receiver = self.infer(call.func.value, where, line, depth + 1)
-            return (
-                receiver is not None
-                and receiver.user_class is None
-                and facts.method_yields_tensors(receiver.qualname, call.func.attr)
-            )
-        return False
+    def _yields_tensors(self, expr: ast.expr, where: _Identifier, line: int, depth: int) -> bool:
+        """True when unpacking or iterating the value of ``expr`` certainly yields tensors."""
+        return _is_tensor(self.element_of(expr, where, line, depth))
 
     def _infer_call(self, call: ast.Call, where: _Identifier, line: int, depth: int) -> Value | None:
+        if isinstance(call.func, ast.Name) and call.func.id == "next" and self._is_builtin("next"):
+            return as_value(
+                self.parts(call, where, line, depth + 1)
+            )  # ``next(iter(loader))``, ``next(m.parameters())``
         callee = self.qualify(call.func)
         if callee is not None:
             result = facts.call_result(callee) if _is_torch_name(callee) else self._project_result(callee)
@@ -764,20 +833,21 @@ class ModuleIndex:
         if isinstance(call.func, ast.Name) and call.func.id in self.classes:
             base = self._torch_base(call.func.id)
             return Value(base, call.func.id) if base else None
-        called = self._called_function(call.func, where, line)
+        called = self._called_function(call.func, where, line, depth + 1)
         if called is not None:  # ``rotate_half(x)``, ``self.get_bias(...)``: a function of this file
             return self._function_result(*called, depth + 1)
         if isinstance(call.func, ast.Attribute):
             receiver = self.infer(call.func.value, where, line, depth + 1)
+            if receiver is not None and is_module(receiver) and call.func.attr in facts.MODULE_SELF_METHODS:
+                # ``Net().to(device)``, ``model.eval()``: the module itself, unless its class redefines the method
+                if receiver.user_class is None or not self._user_defines(receiver.user_class, call.func.attr):
+                    return receiver
+                return None
             if receiver is not None and receiver.user_class is None:
-                result = facts.method_result(receiver.qualname, call.func.attr)
-                return Value(result) if result else None
-            if receiver is not None and receiver.user_class is not None:
-                # ``self.qkv(x)``: a layer the user's module holds (bound in ``__init__``), called.
-                return self._layer_call(call.func, where, line, depth + 1)
-            return None
-        instance = self.infer(call.func, where, line, depth + 1)
-        return self._instance_call(instance, depth) if instance is not None else None
+                result = facts.method_result(receiver.qualname, call.func.attr, bool(call.args or call.keywords))
+                if result:
+                    return Value(result)
+        return as_value(self.layer_call_parts(call.func, where, line, depth + 1))
 
     def _project_callee(self, func: ast.expr) -> str | None:
         """The qualified name of a function a relative import brings in, called as ``f(...)`` or through an
@@ -799,7 +869,7 @@ class ModuleIndex:
         return self._project_results[qualname]
 
     def _called_function(
-        self, func: ast.expr, where: _Identifier, line: int
+        self, func: ast.expr, where: _Identifier, line: int, depth: int = 0
     ) -> tuple[ast.FunctionDef, ast.ClassDef | None] | None:
         """The function of this file a call runs, and the class it is a method of: a plain name bound once, to
         a ``def``, or ``self.name`` where the class (or a local base) defines the method and no ``self.name = ...``
@@ -811,6 +881,13 @@ class ModuleIndex:
             function, owner = binding.defines, None
         elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
             if where.klass is None or (found := self._method(where.klass.name, func.attr)) is None:
+                return None
+            function, owner = found
+        elif isinstance(func, ast.Attribute):  # ``model.generate(...)`` on an instance of a class of the file
+            receiver = self.infer(func.value, where, line, depth + 1)
+            if receiver is None or receiver.user_class is None:
+                return None
+            if (found := self._method(receiver.user_class, func.attr)) is None:
                 return None
             function, owner = found
         else:
@@ -850,88 +927,15 @@ class ModuleIndex:
 
     def _function_result(self, function: ast.FunctionDef, klass: ast.ClassDef | None, depth: int) -> Value | None:
         """What calling a function of this file returns: the torch class its return annotation names, or, without
-        one, a tensor when every path ends in a ``return`` of a proven tensor."""
+        one, what every ``return`` agrees on when the function returns a value on every path."""
         if function in self._function_results:
             return self._function_results[function]
-        if function.returns is not None:
-            annotated = self.qualify_annotation(function.returns)
-            result = Value(annotated) if _is_torch_name(annotated) else None
-        else:
-            result = self._returned_tensor(function, klass, depth + 1)
+        result = as_value(self.function_parts(function, klass, depth + 1))
+        if result is not None and not _is_torch_name(result.qualname):
+            result = None
         if result is not None:  # a failure may come from the depth limit: not remembered
             self._function_results[function] = result
         return result
-
-    def _annotation_yields_tensors(self, annotation: ast.expr) -> bool:
-        """True for ``Tuple[Tensor, Tensor]``, ``tuple[Tensor, ...]``, ``List[Tensor]``: unpacking or iterating
-        a value so annotated gives tensors."""
-        annotation = _unquoted(annotation)
-        if not isinstance(annotation, ast.Subscript) or _generic_name(annotation) not in _SEQUENCE_GENERICS:
-            return False
-        elements = annotation.slice.elts if isinstance(annotation.slice, ast.Tuple) else [annotation.slice]
-        elements = [e for e in elements if not (isinstance(e, ast.Constant) and e.value is Ellipsis)]
-        return bool(elements) and all(self.qualify_annotation(e) == facts.TENSOR for e in elements)
-
-    def _layer_call(self, func: ast.Attribute, where: _Identifier, line: int, depth: int) -> Value | None:
-        """What calling a layer the module holds returns, when every layer it may hold returns the same:
-        ``self.head = nn.Linear(...) if n else nn.Identity()`` gives a tensor either way. A ``None`` it may hold
-        instead does not count: where the call returns at all, the attribute held a layer."""
-        if isinstance(func.value, ast.Name) and func.value.id == "self" and where.klass is not None:
-            info = self.classes.get(where.klass.name)
-            bound = info.self_bindings.get(func.attr) if info is not None else None
-            if bound and all(isinstance(b, ast.expr) for b in bound):
-                layers = [
-                    self.infer(branch, where, b.lineno - 1, depth + 1)  # type: ignore[union-attr]
-                    for b in bound
-                    for branch in _branches(b)  # type: ignore[arg-type]
-                    if not (isinstance(branch, ast.Constant) and branch.value is None)
-                ]
-                return _common([self._instance_call(v, depth) if v is not None else None for v in layers])
-        layer = self.infer(func, where, line, depth)
-        return self._instance_call(layer, depth) if layer is not None else None
-
-    def _instance_call(self, instance: Value, depth: int = 0) -> Value | None:
-        """What calling ``instance`` returns: a tensor for torch layers that always return one, and for a module of
-        this file whose ``forward`` returns a tensor (annotated so, or every ``return`` proven one)."""
-        if instance.user_class is None:
-            result = facts.instance_call_result(instance.qualname)
-            return Value(result) if result else None
-        return self._forward_result(instance.user_class, depth)
-
-    def _forward_result(self, class_name: str, depth: int = 0) -> Value | None:
-        """What the ``forward`` a module class of this file runs when called (its own or a local base's)
-        returns: a tensor when annotated ``-> torch.Tensor``, or, without an annotation, when every ``return`` in
-        it returns a value the file proves is a tensor. Nothing when it or a local base defines ``__call__``."""
-        base = self._torch_base(class_name)
-        if base is None or not (base == "torch.nn.Module" or facts.is_module_class(base)):
-            return None
-        found = self._method(class_name, "forward")
-        if found is None or self._method(class_name, "__call__") is not None:
-            return None
-        forward, owner = found
-        if not isinstance(forward, ast.FunctionDef):
-            return None
-        result = self._function_result(forward, owner, depth)
-        return result if result == Value(facts.TENSOR) else None
-
-    def _returned_tensor(self, function: ast.FunctionDef, klass: ast.ClassDef | None, depth: int) -> Value | None:
-        """A tensor when the function returns on every path through a ``return`` of a proven tensor: at least
-        one ``return``, each with a value, no ``yield``, and no way to fall off the end."""
-        if depth > 12 or not function.body or not _always_returns(function.body):
-            return None
-        returns = []
-        for node in _own_nodes(function):
-            if isinstance(node, ast.Yield | ast.YieldFrom):
-                return None
-            if isinstance(node, ast.Return):
-                if node.value is None:
-                    return None
-                returns.append(node.value)
-        for value in returns:
-            where = _Identifier(0, 0, value, function, klass)
-            if not _is_tensor(self.infer(value, where, value.lineno - 1, depth + 1)):
-                return None
-        return Value(facts.TENSOR) if returns else None
 
     def _torch_base(self, class_name: str) -> str | None:
         """The first torch class among the bases of a class defined in this file, following local bases."""
@@ -955,6 +959,9 @@ class ModuleIndex:
         if name == "self" and where.klass is not None:
             base = self._torch_base(where.klass.name)
             return Value(base, where.klass.name) if base else None
+        narrowed = self._narrowed(name, where, line)
+        if narrowed is not None:
+            return narrowed
         binding = self._latest_binding(name, where, line)
         if binding is None:
             return None
@@ -963,38 +970,14 @@ class ModuleIndex:
             if annotated and annotated.startswith("torch."):
                 return Value(annotated)
         if binding.parameter_of is not None and binding.annotation is None:
-            return self._argument_passed(binding.parameter_of, name, depth + 1)
+            return as_value(self._passed_parts(binding.parameter_of, name, depth + 1))
         if binding.iterated is not None:
-            if binding.last_line is not None and not binding.line < line <= binding.last_line:
+            if binding.last_line is not None and not binding.visible_at(line):
                 return None  # after the loop: the last element, or the earlier value when there was none
             return self._infer_part(binding.iterated, binding.path, where, binding.line, depth + 1)
         if binding.value is None:
             return None
         return self.infer(binding.value, where, binding.line, depth + 1)
-
-    def _argument_passed(
-        self, function: ast.FunctionDef | ast.AsyncFunctionDef, parameter: str, depth: int
-    ) -> Value | None:
-        """What an unannotated parameter of a function of this file holds, from its calls, as jedi guesses it: a
-        tensor when the file calls the function by name at least once, every call passes a proven tensor for the
-        parameter, and the name is used nowhere but in those calls (so no caller elsewhere in the file is hidden)."""
-        if depth > 12:
-            return None
-        uses = self._name_uses.get(function.name, [])
-        if not uses or function.name in self.imports or len(self._bindings_of(function.name)) != 1:
-            return None
-        calls = {id(call.func): call for call in self._calls.get(function.name, [])}
-        if any(id(use) not in calls for use in uses):
-            return None  # passed around, decorated, stored: its other callers are unknown
-        names = [a.arg for a in (*function.args.posonlyargs, *function.args.args)]
-        values = []
-        for call in calls.values():
-            argument = _argument_for(call, parameter, names)
-            if argument is None:
-                return None
-            where = self._where(argument.lineno - 1)
-            values.append(self.infer(argument, where, argument.lineno - 1, depth + 1))
-        return Value(facts.TENSOR) if all(_is_tensor(v) for v in values) else None
 
     def _bindings_of(self, name: str) -> list[_Binding]:
         return [b for names in self._bindings.values() for b in names.get(name, ())]
@@ -1025,7 +1008,7 @@ class ModuleIndex:
             bindings = self._bindings.get(scope, {}).get(name)
             if not bindings:
                 continue
-            earlier = [b for b in bindings if b.line < line and not self._exclusive(b.line, line)]
+            earlier = [b for b in bindings if b.seen_from(line) and not self._exclusive(b.line, line)]
             if scope is self.tree and not earlier:
                 earlier = bindings  # module names used inside functions may be bound later in the file
             if not earlier:
@@ -1065,7 +1048,7 @@ class ModuleIndex:
                 values.append(expr)
                 continue
             # ``self.x`` bound in ``__init__`` is evaluated in the method that binds it, not at the cursor.
-            values.append(self.infer(expr, where, expr.lineno - 1, depth + 1))
+            values.append(self.infer(expr, self._where(expr.lineno - 1), expr.lineno - 1, depth + 1))
         return _common(values)
 
 
@@ -1082,36 +1065,17 @@ def qualify(expr: ast.expr, imports: dict[str, str]) -> str | None:
 def qualify_annotation(annotation: ast.expr, imports: dict[str, str]) -> str | None:
     """The class an annotation names: ``torch.Tensor``, ``Optional[Tensor]``, ``Tensor | None``,
     ``"torch.Tensor"``. An optional value is still that class wherever its members are used."""
-    unquoted = _unquoted(annotation)
-    if unquoted is None:
+    spelled = unquoted(annotation)
+    if spelled is None:
         return None
-    annotation = unquoted
+    annotation = spelled
     if isinstance(annotation, ast.Subscript):
-        return qualify_annotation(annotation.slice, imports) if _generic_name(annotation) == "Optional" else None
+        return qualify_annotation(annotation.slice, imports) if generic_name(annotation) == "Optional" else None
     if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
         sides = [annotation.left, annotation.right]
         real = [side for side in sides if not (isinstance(side, ast.Constant) and side.value is None)]
         return qualify_annotation(real[0], imports) if len(real) == 1 else None
     return qualify(annotation, imports)
-
-
-def _unquoted(annotation: ast.expr) -> ast.expr | None:
-    """A string annotation (``"torch.Tensor"``) as the expression it spells; other annotations as they are."""
-    if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
-        try:
-            return ast.parse(annotation.value, mode="eval").body
-        except SyntaxError:
-            return None
-    return annotation
-
-
-def _generic_name(annotation: ast.Subscript) -> str:
-    """``Optional`` for ``Optional[...]`` and ``typing.Optional[...]``."""
-    head = annotation.value
-    return head.attr if isinstance(head, ast.Attribute) else head.id if isinstance(head, ast.Name) else ""
-
-
-_SEQUENCE_GENERICS = frozenset({"Tuple", "tuple", "List", "list", "Sequence"})
 
 
 def keeps_result(decorator: ast.expr, imports: dict[str, str]) -> bool:
@@ -1160,78 +1124,5 @@ _RESULT_KEEPING_DECORATORS = frozenset(
 )
 
 
-def _is_tensor(value: Value | None) -> bool:
-    """True for a tensor, a ``Parameter`` included (not a user subclass: it may change iteration)."""
-    return (
-        value is not None
-        and value.user_class is None
-        and facts.ATTRIBUTE_BASES.get(value.qualname, value.qualname) == facts.TENSOR
-    )
-
-
 def _is_torch_name(qualname: str | None) -> bool:
     return bool(qualname) and (qualname == "torch" or qualname.startswith("torch."))  # type: ignore[union-attr]
-
-
-def _branches(expr: ast.expr) -> list[ast.expr]:
-    """The values an expression may have: both sides of each ``a if c else b``."""
-    if isinstance(expr, ast.IfExp):
-        return [*_branches(expr.body), *_branches(expr.orelse)]
-    return [expr]
-
-
-def _own_nodes(function: ast.FunctionDef) -> Iterator[ast.AST]:
-    """The nodes of a function's body, not those of functions, lambdas or classes defined inside it."""
-    pending: list[ast.AST] = list(function.body)
-    while pending:
-        node = pending.pop()
-        yield node
-        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef):
-            pending.extend(ast.iter_child_nodes(node))
-
-
-def _always_returns(body: list[ast.stmt]) -> bool:
-    """True when running ``body`` always ends in ``return`` or ``raise`` (never falls off its end): its last
-    statement does, or is an ``if`` whose branches both do. Loops, ``try`` and ``with`` are not followed."""
-    last = body[-1]
-    if isinstance(last, ast.Return | ast.Raise):
-        return True
-    if isinstance(last, ast.If):
-        return bool(last.orelse) and _always_returns(last.body) and _always_returns(last.orelse)
-    return False
-
-
-def _argument_for(call: ast.Call, parameter: str, positional: list[str]) -> ast.expr | None:
-    """The expression a call passes for ``parameter``; None when it passes none or it cannot be told
-    (``*args``, ``**kwargs``)."""
-    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
-        return None
-    for keyword in call.keywords:
-        if keyword.arg == parameter:
-            return keyword.value
-    if parameter in positional and positional.index(parameter) < len(call.args):
-        return call.args[positional.index(parameter)]
-    return None
-
-
-def _is_int_literal(index: ast.expr) -> bool:
-    """``0``, ``-1``: an index that picks one element of a tuple (not a slice, not a name)."""
-    if isinstance(index, ast.UnaryOp) and isinstance(index.op, ast.USub):
-        index = index.operand
-    return isinstance(index, ast.Constant) and type(index.value) is int
-
-
-def _common(values: list[Value | None]) -> Value | None:
-    """What several possible values of one name have in common: the same value, or two different torch layers
-    are both an ``nn.Module``; otherwise nothing is proven."""
-    if not values or any(v is None for v in values):
-        return None
-    first = values[0]
-    if all(v == first for v in values):
-        return first
-    if all(
-        v.user_class is None and v.qualname.startswith("torch.nn.") and facts.is_module_class(v.qualname)
-        for v in values
-    ):
-        return Value("torch.nn.Module")
-    return None
