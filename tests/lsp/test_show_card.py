@@ -61,7 +61,9 @@ async def client(lsp_client: LanguageClient, tmp_path_factory):
     params = vscode_initialize(root)
     params.capabilities.experimental = CARD_LINKS
     await lsp_client.initialize_session(params)
-    lsp_client.uri = (root / "cards.py").as_uri()
+    # A Chinese file name, percent-encoded in the URI as VS Code sends it.
+    lsp_client.uri = (root / "卡片.py").as_uri()
+    assert "%E5%8D%A1" in lsp_client.uri
     await open_document(lsp_client, lsp_client.uri, SOURCE)
     await wait_until_warm(lsp_client)  # the card's signature is the installed torch's, read by jedi
     yield

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
+import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -99,8 +100,9 @@ class TorchLanguageServer(LanguageServer):
 
     def opened(self, uri: str) -> Any | None:
         """The document the client opened at ``uri``, or None. (pygls's ``get_text_document`` reads a document it
-        was never sent from disk: it fails for ``untitled:`` and deleted files, and reads stale text for others.)"""
-        return self.workspace.text_documents.get(uri)
+        was never sent from disk: it fails for ``untitled:`` and deleted files, and reads stale text for others.)
+        pygls keys its documents by the unquoted URI: ``%E8%AE%AD%E7%BB%83.py`` is stored as ``训练.py``."""
+        return self.workspace.text_documents.get(urllib.parse.unquote(uri))
 
     def cursor(self, text_document: types.TextDocumentIdentifier, position: types.Position) -> Cursor | None:
         """The document and code-point position of a request; None for a document the client has not opened, and
