@@ -36,7 +36,12 @@ def test_every_server_setting_is_declared_with_the_servers_default_and_a_chinese
 
 def test_commands_and_activation():
     commands = {c["command"] for c in PACKAGE["contributes"]["commands"]}
-    assert {"torchls.restartServer", "torchls.showOutput", "torchls.runExampleAtCursor"} <= commands
+    assert {
+        "torchls.restartServer",
+        "torchls.showOutput",
+        "torchls.runExampleAtCursor",
+        "torchls.showCardAtCursor",
+    } <= commands
     assert PACKAGE["activationEvents"] == ["onLanguage:python"]
     assert PACKAGE["engines"]["vscode"] == "^1.91.0"
     assert PACKAGE["devDependencies"]["@types/vscode"] == "~1.91.0"  # a newer one makes vsce refuse to package

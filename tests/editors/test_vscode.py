@@ -1,8 +1,9 @@
 """VS Code itself (code-server 4.100.3 = VS Code 1.100.3, in headless Chromium driven by Playwright) with the packaged
-torchls .vsix installed in a fresh profile: the Chinese hover card after Chinese text and an emoji on the same line,
-TL301 in the Problems panel at the right line and column, its quick fix applied from the light-bulb menu, and the
-"torchls: 运行光标处 API 的示例" command writing the example's output to the "torchls 示例" output channel; and a new
-user's first run with an interpreter that has no torchls: one error notification saying what to install, no restarts.
+torchls .vsix installed in a fresh profile: the Chinese hover card after Chinese text and an emoji on the same line
+(the compact card, whose link opens the full card as a Markdown document), TL301 in the Problems panel at the right
+line and column, its quick fix applied from the light-bulb menu, and the "torchls: 运行光标处 API 的示例" command
+writing the example's output to the "torchls 示例" output channel; and a new user's first run with an interpreter
+that has no torchls: one error notification saying what to install, no restarts.
 
 Each step leaves a screenshot (``vscode-*.png``), and the run its result and logs, next to the other editors'
 artifacts. Needs code-server, Chromium and fonts: ``bash tests/editors/install.sh`` installs them."""
@@ -31,6 +32,7 @@ DRIVER = Path(__file__).with_name("vscode")
 CLIENT = ROOT / "vscode-client"
 CHINESE_FONT = Path("/usr/share/fonts/truetype/wqy/wqy-microhei.ttc")
 HOVER_SYMBOL = "nn.CrossEntropyLoss"
+FULL_CARD_FILE = "torch.nn.CrossEntropyLoss.md"  # the document the card's link opens
 RUN_COMMAND = "torchls: 运行光标处 API 的示例"  # category: title of torchls.runExampleAtCursor
 EXAMPLE_CHANNEL = "torchls 示例"
 FIX_TITLE = "去掉损失函数参数里的 softmax，直接传 logits"
@@ -267,6 +269,7 @@ def test_vscode_hover_problems_quick_fix_and_example(artifacts):
     config = {
         "scenario": "features",
         "hover": {"needle": HOVER_SYMBOL, "offset": len("nn.Cross"), "expect": "交叉熵"},
+        "fullCard": {"link": "完整卡片", "tab": FULL_CARD_FILE, "expect": "# torch.nn.CrossEntropyLoss"},
         "problemCode": "TL301",
         "fixTitle": FIX_TITLE,
         "brokenText": broken[broken.index("criterion(") :],
@@ -288,6 +291,15 @@ def test_vscode_hover_problems_quick_fix_and_example(artifacts):
 
     # 1. The card for the symbol under the mouse: VS Code sent its (UTF-16) position after the Chinese and the emoji.
     assert "交叉熵" in result["hover"] and "torch.nn.CrossEntropyLoss" in result["hover"], result["hover"]
+    # The compact card: pitfalls and an example, no parameter list; its last line links to the full card.
+    assert "避坑" in result["hover"] and "示例" in result["hover"], result["hover"]
+    assert "标签平滑系数" not in result["hover"] and "形状\n" not in result["hover"], result["hover"]
+    assert result["fullCardLink"].startswith("command:torchls.showCard?"), result["fullCardLink"]
+
+    # 1b. Clicking the link opened the full card as a Markdown document (the server wrote it, VS Code opened it).
+    assert FULL_CARD_FILE in result["fullCard"]["tab"], result["fullCard"]
+    shown = "\n".join(result["fullCard"]["lines"])
+    assert "# torch.nn.CrossEntropyLoss" in shown and "**⚠️ 避坑**" in shown, shown
 
     # 2. Problems panel: TL301 from torchls on the softmax line, starting at `criterion(` (VS Code counts UTF-16 units
     # from 1; the emoji before it is two).
@@ -313,7 +325,7 @@ def test_vscode_hover_problems_quick_fix_and_example(artifacts):
     assert "torch.nn.CrossEntropyLoss（设备：cpu）" in channel_log, channel_log
     assert "--- 输出 ---\nTrue torch.Size([4, 10])" in channel_log, channel_log
 
-    for name in ("1-hover", "2-problems", "3-quick-fix-menu", "4-fixed", "5-run-example"):
+    for name in ("1-hover", "1b-full-card", "2-problems", "3-quick-fix-menu", "4-fixed", "5-run-example"):
         assert sizes.get(name, 0) > 10_000, (name, sizes)  # a picture of the workbench, not an empty page
 
 

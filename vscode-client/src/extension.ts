@@ -1,5 +1,6 @@
 // The torchls extension: starts `python -m torchls serve` over stdio with the chosen interpreter, forwards the
-// `torchls.*` settings, and adds the commands a user needs around the server (restart, output, run an example).
+// `torchls.*` settings, and adds the commands a user needs around the server (restart, output, run an example, open
+// the full card).
 import * as vscode from "vscode";
 import {
   LanguageClient,
@@ -8,6 +9,7 @@ import {
   ServerOptions,
 } from "vscode-languageclient/node";
 
+import { CARD_LINK_TRUST, CardLinksFeature, SHOW_CARD } from "./cards";
 import { checkServer, describeProblem } from "./preflight";
 import { Interpreter, onPythonInterpreterChange, resolveInterpreter } from "./interpreter";
 import { ExampleResult, showExampleResult } from "./examples";
@@ -29,6 +31,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand("torchls.restartServer", () => restart("用户要求重启")),
     vscode.commands.registerCommand("torchls.showOutput", () => serverChannel.show(true)),
     vscode.commands.registerCommand("torchls.runExampleAtCursor", runExampleAtCursor),
+    vscode.commands.registerCommand("torchls.showCardAtCursor", showCardAtCursor),
     vscode.workspace.onDidChangeConfiguration((event) => {
       // Other torchls settings reach the running server as didChangeConfiguration; the interpreter runs it.
       if (event.affectsConfiguration(`${SECTION}.interpreter`)) {
@@ -103,6 +106,7 @@ async function start(): Promise<void> {
     outputChannel: serverChannel,
     traceOutputChannel: serverChannel,
     revealOutputChannelOn: RevealOutputChannelOn.Never,
+    markdown: CARD_LINK_TRUST,
     middleware: {
       // Whether the example ran from the light bulb or from our command, its output goes to the examples channel.
       executeCommand: async (command, args, next) => {
@@ -115,6 +119,7 @@ async function start(): Promise<void> {
     },
   };
   const created = new LanguageClient("torchls", "torchls", serverOptions, clientOptions);
+  created.registerFeature(new CardLinksFeature());
   try {
     await created.start();
     client = created;
@@ -146,27 +151,36 @@ async function offerFix(primary: string, interpreter: Interpreter, message: stri
   }
 }
 
-/** Run the example of the torch symbol under the cursor: the server's own code actions say which exist. */
-async function runExampleAtCursor(): Promise<void> {
+/** The commands of the server's code actions of `kind` at the cursor; undefined (after saying why) when there is
+ * no Python editor or no server. */
+async function commandsAtCursor(kind: string): Promise<vscode.Command[] | undefined> {
   const editor = vscode.window.activeTextEditor;
   if (!editor || editor.document.languageId !== "python") {
     void vscode.window.showInformationMessage("请先在 Python 文件里把光标放在一个 torch 符号上。");
-    return;
+    return undefined;
   }
   if (!client) {
     void vscode.window.showWarningMessage("torchls 没有在运行：请查看“torchls”输出面板，或执行“torchls: 重启语言服务器”。");
-    return;
+    return undefined;
   }
   const position = editor.selection.active;
   const found = await vscode.commands.executeCommand<(vscode.CodeAction | vscode.Command)[]>(
     "vscode.executeCodeActionProvider",
     editor.document.uri,
     new vscode.Range(position, position),
-    RUN_EXAMPLE,
+    kind,
   );
-  const runs = (found ?? [])
+  return (found ?? [])
     .map((item) => ("command" in item && typeof item.command !== "string" ? item.command : (item as vscode.Command)))
-    .filter((command): command is vscode.Command => command?.command === RUN_EXAMPLE);
+    .filter((command): command is vscode.Command => command?.command === kind);
+}
+
+/** Run the example of the torch symbol under the cursor: the server's own code actions say which exist. */
+async function runExampleAtCursor(): Promise<void> {
+  const runs = await commandsAtCursor(RUN_EXAMPLE);
+  if (!runs) {
+    return;
+  }
   if (runs.length === 0) {
     void vscode.window.showInformationMessage("光标处不是有示例的 torch 符号。");
     return;
@@ -183,4 +197,17 @@ async function runExampleAtCursor(): Promise<void> {
     chosen = picked.command;
   }
   await vscode.commands.executeCommand(chosen.command, ...(chosen.arguments ?? []));
+}
+
+/** Open the full card of the torch symbol under the cursor as a Markdown document (the server opens it). */
+async function showCardAtCursor(): Promise<void> {
+  const cards = await commandsAtCursor(SHOW_CARD);
+  if (!cards) {
+    return;
+  }
+  if (cards.length === 0) {
+    void vscode.window.showInformationMessage("光标处不是有中文条目的 torch 符号。");
+    return;
+  }
+  await vscode.commands.executeCommand(cards[0].command, ...(cards[0].arguments ?? []));
 }

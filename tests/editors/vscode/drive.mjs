@@ -1,9 +1,10 @@
 // Drives the real VS Code workbench (code-server) in headless Chromium the way a user does. Run by
 // tests/editors/test_vscode.py with one argument, a JSON file: {scenario, url, chromium, shots, result, file,
 // failureShot, timeoutMs} and the scenario's own fields. Two scenarios:
-// - "features" (the default; hover, problemCode, fixTitle, brokenText, fixedNeedle, command, examplePicker,
-//   outputMarker): open the file, hover a symbol with the mouse, read the Problems panel, apply a quick fix from the
-//   light-bulb menu, run a command from the command palette and read the output channel;
+// - "features" (the default; hover, fullCard, problemCode, fixTitle, brokenText, fixedNeedle, command,
+//   examplePicker, outputMarker): open the file, hover a symbol with the mouse, click the card's link to the full
+//   card and read the Markdown document it opens, read the Problems panel, apply a quick fix from the light-bulb
+//   menu, run a command from the command palette and read the output channel;
 // - "missing-torchls" (fileNeedle, fileLastLine, notification, showOutputCommand, channel, typed, settleMs, shot,
 //   copyButton, copiedNeedle): a first run where the interpreter has no torchls: open the file, read the error
 //   notification, show the extension's output channel from the command palette, type in the editor, wait and count
@@ -148,31 +149,65 @@ async function openFile(page, needle) {
   });
 }
 
+/** Hover the mouse over `config.hover.needle` until the card holding `config.hover.expect` shows; its locator. */
+async function hoverCard(page) {
+  // After Chinese text and an emoji on the same line. The server may still be starting: move away and back
+  // until the card shows.
+  const card = page.locator(".monaco-hover:visible", { hasText: config.hover.expect }).first();
+  const target = await characterPoint(page, config.hover.needle, config.hover.offset);
+  await until(
+    "the hover card",
+    async () => {
+      await page.mouse.move(target.x + 200, target.y + 200);
+      await page.mouse.move(target.x, target.y, { steps: 5 });
+      return card
+        .waitFor({ state: "visible", timeout: 6000 })
+        .then(() => true)
+        .catch(() => false);
+    },
+    timeout,
+    0,
+  );
+  await page.waitForTimeout(300); // let the card finish laying out
+  return card;
+}
+
 async function features(page) {
   await openFile(page, config.hover.needle);
 
   out.hover = await step("hover", async () => {
-    // Hover the mouse over the symbol, after Chinese text and an emoji on the same line. The server may still be
-    // starting: move away and back until the card shows.
-    const card = page.locator(".monaco-hover:visible", { hasText: config.hover.expect });
-    const target = await characterPoint(page, config.hover.needle, config.hover.offset);
-    await until(
-      "the hover card",
-      async () => {
-        await page.mouse.move(target.x + 200, target.y + 200);
-        await page.mouse.move(target.x, target.y, { steps: 5 });
-        return card
-          .first()
-          .waitFor({ state: "visible", timeout: 6000 })
-          .then(() => true)
-          .catch(() => false);
-      },
-      timeout,
-      0,
-    );
-    await page.waitForTimeout(300); // let the card finish laying out before the picture
+    const card = await hoverCard(page);
     await shot(page, "1-hover");
-    return card.first().innerText();
+    const box = await card.boundingBox();
+    out.hoverSize = box ? { width: Math.round(box.width), height: Math.round(box.height) } : null;
+    return card.innerText();
+  });
+
+  out.fullCard = await step("full card", async () => {
+    // The compact card's last line links to the full card: a click runs torchls.showCard, and the server asks VS
+    // Code to open the card's Markdown file.
+    const card = await hoverCard(page);
+    const link = card.locator("a", { hasText: config.fullCard.link }).first();
+    out.fullCardLink = await link.getAttribute("data-href");
+    await link.click();
+    const tab = page.locator(".tabs-container .tab", { hasText: config.fullCard.tab }).first();
+    await tab.waitFor({ state: "visible", timeout });
+    const lines = await until("the full card in the editor", async () => {
+      const shown = await editorLines(page);
+      return shown.some((line) => line.includes(config.fullCard.expect)) ? shown : null;
+    });
+    await page.mouse.move(5, 400);
+    await page.waitForTimeout(300);
+    await shot(page, "1b-full-card");
+    const label = await tab.getAttribute("aria-label");
+    // Close it (the tab's own close button) and come back to the Python file for the next steps.
+    await tab.hover();
+    await tab.locator(".codicon-close").first().click();
+    await tab.waitFor({ state: "hidden", timeout });
+    await until("the Python file in the editor again", async () =>
+      (await editorLines(page)).some((line) => line.includes(config.hover.needle)),
+    );
+    return { tab: label, lines };
   });
 
   out.problems = await step("problems", async () => {
