@@ -129,6 +129,29 @@ local ok, err = pcall(function()
     out.run_status, out.run_summary, out.run_stdout = result.status, result.summary, result.stdout
   end)
 
+  step("full card", function()
+    -- The code action "查看完整卡片" runs torchls.showCard; without window/showDocument (Neovim 0.7 and 0.8) the
+    -- card comes back as Markdown, and this puts it in a new buffer as the README's keymap does.
+    local line, column, text = find_line(bufnr, "nn.CrossEntropyLoss")
+    local _, utf16 = vim.str_utfindex(text, column + #"nn.Cross")
+    local position = { line = line - 1, character = utf16 }
+    local actions = request(bufnr, "textDocument/codeAction", {
+      textDocument = { uri = vim.uri_from_bufnr(bufnr) },
+      range = { start = position, ["end"] = position },
+      context = { diagnostics = {}, only = { "torchls.showCard" } },
+    })
+    local card = first_action(actions, function(action) return action.kind == "torchls.showCard" end)
+    assert(card, "no full-card action: " .. vim.inspect(actions))
+    out.card_title = card.title
+    local result = request(bufnr, "workspace/executeCommand", card.command)
+    out.card_shown, out.card_uri = result.shown, result.uri
+    vim.cmd("new")
+    vim.bo.buftype, vim.bo.filetype = "nofile", "markdown"
+    vim.api.nvim_buf_set_lines(0, 0, -1, false, vim.split(result.markdown, "\n"))
+    out.card_lines = vim.api.nvim_buf_get_lines(0, 0, -1, false)
+    vim.cmd("close")
+  end)
+
   vim.lsp.stop_client(client_id)
   vim.wait(5000, function()
     return vim.lsp.get_client_by_id(client_id) == nil

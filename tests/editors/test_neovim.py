@@ -1,5 +1,6 @@
 """Neovim's built-in LSP client (headless) against the real torchls: attach, Chinese hover after Chinese text and
-an emoji on the same line, a diagnostic's code and column, a quick fix applied, an example run."""
+an emoji on the same line (the compact card), a diagnostic's code and column, a quick fix applied, an example run,
+the full card from its code action in a buffer."""
 
 from __future__ import annotations
 
@@ -54,6 +55,9 @@ def test_neovim_hover_diagnostic_quick_fix_and_example(tmp_path, artifacts):
     before = lines[hover_line][: lines[hover_line].index("nn.CrossEntropyLoss") + len("nn.Cross")]
     assert result["hover_position"] == {"line": hover_line, "character": len(before.encode("utf-16-le")) // 2}
     assert "交叉熵" in result["hover"] and "torch.nn.CrossEntropyLoss" in result["hover"]
+    # The compact card, ending with the name of the code action that opens the full one (Neovim runs no links).
+    assert len(result["hover"].splitlines()) <= 20, result["hover"]
+    assert "代码操作“查看完整卡片”" in result["hover"] and "command:" not in result["hover"], result["hover"]
 
     loss_line = next(i for i, text in enumerate(lines) if "F.softmax" in text)
     [diagnostic] = [d for d in result["diagnostics"] if d["code"] == "TL301"]
@@ -65,3 +69,10 @@ def test_neovim_hover_diagnostic_quick_fix_and_example(tmp_path, artifacts):
     assert result["run_status"] == "ok", result.get("run_summary")
     assert result["run_title"].startswith("在 cpu 上运行示例：torch.nn.CrossEntropyLoss")
     assert result["run_stdout"].strip()
+
+    # The full card: the code action ran torchls.showCard; Neovim 0.7 has no window/showDocument, so the card came
+    # back as Markdown (also written to the cache folder) and went into a buffer.
+    assert result["card_title"] == "查看完整卡片：torch.nn.CrossEntropyLoss"
+    assert result["card_lines"][0] == "# torch.nn.CrossEntropyLoss"
+    assert "**⚠️ 避坑**" in result["card_lines"] and "**参数**" in result["card_lines"]
+    assert result["card_uri"].endswith("/cards/torch.nn.CrossEntropyLoss.md")
