@@ -49,7 +49,6 @@ from harness import (
     pick_files,
     start_server,
     stop_server,
-    track_progress,
     utf16_column,
     wait_for_warm_up,
 )
@@ -183,7 +182,7 @@ async def run_server(
 ) -> Result:
     result = Result(name)
     client, result.initialize_ms = await start_server(name, _capabilities(), workspace, cache)
-    progress = track_progress(client)
+    progress = client.progress  # type: ignore[attr-defined]
 
     opened: set[str] = set()
 

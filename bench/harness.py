@@ -47,6 +47,7 @@ async def start_server(
     gc.collect()
     gc.freeze()
     client = LanguageClient("torchls-bench", "1")
+    client.progress = track_progress(client)  # type: ignore[attr-defined]  # before the server can report any
 
     @client.feature(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
     def _diagnostics(params: types.PublishDiagnosticsParams) -> None:

@@ -7,6 +7,11 @@ server process and, separately, of its child processes such as jedi's environmen
     python bench/hover_bench.py                          # torchls on 12 timm files
     python bench/hover_bench.py --compare jedi-language-server
     python bench/hover_bench.py --corpus .corpus --package diffusers --files 20
+    python bench/hover_bench.py --just-opened 3 --files 20 --compare jedi-language-server
+
+``--just-opened N``: after the warm-up has ended, each file is opened and N of its references (spread over the
+file, tensor methods included) are hovered at once, as a user does who opens a file and points at something;
+those hovers are reported on their own, then the file is closed. No other hover is made.
 
 "Torch symbols" are the names that resolve to ``torch.*`` through the file's own imports (``torch.cat``,
 ``nn.Conv2d``, ``F.relu``, ``from torch.nn import Linear``), found with Python's ``ast``; each is hovered at
@@ -38,6 +43,7 @@ from harness import (
     start_server,
     stop_server,
     utf16_column,
+    wait_for_warm_up,
 )
 
 
@@ -51,6 +57,7 @@ class Result:
     total: int = 0
     rss_server_mb: float = 0.0
     rss_children_mb: float = 0.0
+    warm_up_s: float = 0.0
 
 
 def tensor_method_names() -> frozenset[str]:
@@ -84,14 +91,19 @@ def torch_positions(text: str, methods: frozenset[str] = frozenset()) -> list[tu
     return sorted(found)
 
 
-async def run_server(name: str, files: list[Path], workspace: Path, methods: frozenset[str]) -> Result:
+async def run_server(
+    name: str, files: list[Path], workspace: Path, methods: frozenset[str], just_opened: int = 0
+) -> Result:
     result = Result(name)
     capabilities = types.ClientCapabilities(
         text_document=types.TextDocumentClientCapabilities(
             hover=types.HoverClientCapabilities(content_format=[types.MarkupKind.Markdown])
-        )
+        ),
+        window=types.WindowClientCapabilities(work_done_progress=True),
     )
     client, result.initialize_ms = await start_server(name, capabilities, workspace)
+    if just_opened:
+        return await _hover_just_opened(client, result, files, just_opened)
     first = True
     for path in files:
         text = path.read_text(encoding="utf-8")
@@ -108,6 +120,33 @@ async def run_server(name: str, files: list[Path], workspace: Path, methods: fro
                 first = False
             else:
                 result.warm_ms.append(elapsed)
+            result.total += 1
+            result.answered += hover is not None
+        client.text_document_did_close(types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(uri)))
+    result.rss_server_mb, result.rss_children_mb = peak_memory_mb(client)
+    await stop_server(client)
+    return result
+
+
+async def _hover_just_opened(client: LanguageClient, result: Result, files: list[Path], count: int) -> Result:
+    """After the warm-up: open each file and hover ``count`` of its references right away (see the docstring)."""
+    result.warm_up_s = await wait_for_warm_up(client.progress, timeout=300)  # type: ignore[attr-defined]
+    methods = tensor_method_names()
+    for path in files:
+        text = path.read_text(encoding="utf-8")
+        uri = path.as_uri()
+        positions = torch_positions(text, methods)
+        if not positions:
+            continue
+        step = max(1, len(positions) // count)
+        chosen = positions[step // 2 :: step][:count]
+        client.text_document_did_open(types.DidOpenTextDocumentParams(types.TextDocumentItem(uri, "python", 1, text)))
+        for line, character in chosen:
+            began = time.perf_counter()
+            hover = await client.text_document_hover_async(
+                types.HoverParams(types.TextDocumentIdentifier(uri), types.Position(line, character))
+            )
+            result.warm_ms.append((time.perf_counter() - began) * 1000)
             result.total += 1
             result.answered += hover is not None
         client.text_document_did_close(types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(uri)))
@@ -166,6 +205,9 @@ def main() -> int:
     parser.add_argument(
         "--tensor-methods", action="store_true", help="also hover x.view, y.shape... on non-import receivers (jedi)"
     )
+    parser.add_argument(
+        "--just-opened", type=int, default=0, metavar="N", help="after warm-up, hover N places right after each open"
+    )
     args = parser.parse_args()
     if not (args.corpus / args.package).is_dir():
         print(f"no corpus at {args.corpus}; run: bash ../shared/tools/real-corpus.sh {args.corpus}", file=sys.stderr)
@@ -176,7 +218,10 @@ def main() -> int:
     symbols = sum(len(torch_positions(p.read_text(encoding="utf-8"), methods)) for p in files)
     print(f"{len(files)} files from {args.package}, {symbols} torch symbols, python {sys.executable}\n")
     names = ["torchls"] + ([args.compare] if args.compare else [])
-    results = [asyncio.run(run_server(name, files, args.corpus / args.package, methods)) for name in names]
+    workspace = args.corpus / args.package
+    results = [asyncio.run(run_server(name, files, workspace, methods, args.just_opened)) for name in names]
+    if args.just_opened:
+        print(f"hovers right after didOpen, {args.just_opened} per file, after the warm-up ended:")
     print_table(results)
     if args.startup_runs:
         print()

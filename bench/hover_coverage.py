@@ -53,12 +53,11 @@ from harness import (
     pick_files,
     start_server,
     stop_server,
-    track_progress,
     utf16_column,
     wait_for_warm_up,
 )
 
-_ORACLE_VERSION = 6  # bump when the way references are found changes: the cached ones are then found again
+_ORACLE_VERSION = 7  # bump when the way references are found changes: the cached ones are then found again
 _TITLE = re.compile(r"\*\*(torch[\w.]*)\*\* (·|—)")
 _REQUEST_TIMEOUT_SECONDS = 60.0
 OUTCOMES = ("chinese", "english", "other API", "nothing", "error")
@@ -181,6 +180,14 @@ class Oracle:
             values.add("torch.nn.Module")
         return frozenset(values)
 
+    @staticmethod
+    def _receiver_known(script, where: tuple[int, int]) -> bool:
+        """True when jedi says what the receiver is: a guess by the member's name does not apply then."""
+        try:
+            return any((name.full_name or "") != "builtins.NoneType" for name in script.infer(*where))
+        except Exception:
+            return False
+
     def _torch_values(self, names) -> set[str] | None:
         """The public names of the torch classes (or APIs) ``names`` are, when all of them are torch; else None."""
         real = [n for n in names if (n.full_name or "") != "builtins.NoneType"]
@@ -238,7 +245,12 @@ class Oracle:
             )
             if expected:
                 found[(line, column)] = Reference(line, column, "|".join(sorted(expected)), "jedi", snippet)
-            elif expected is None and name in self.tensor_only and not (numpy_file and name in self.also_numpy):
+            elif (
+                expected is None
+                and name in self.tensor_only
+                and not (numpy_file and name in self.also_numpy)
+                and not self._receiver_known(script, _end_of(node.value, lines))
+            ):
                 found[(line, column)] = Reference(line, column, f"torch.Tensor.{name}", "name", snippet)
         return sorted(found.values(), key=lambda r: (r.line, r.column))
 
@@ -317,9 +329,10 @@ def classify(hover: types.Hover | None, expected: str) -> tuple[str, str]:
     text = contents.value if isinstance(contents, types.MarkupContent) else str(contents)
     titles = [(m.group(1), m.group(2)) for m in _TITLE.finditer(text)]
     shown = ", ".join(name for name, _ in titles)
-    for name, mark in titles:
+    english = "暂无中文条目" in text  # the English fallback card says so, whatever its title looks like
+    for name, _mark in titles:
         if name in expected.split("|"):
-            return ("chinese" if mark == "·" else "english"), shown
+            return ("english" if english else "chinese"), shown
     return ("other API" if titles else "nothing"), shown or text[:60].replace("\n", " ")
 
 
@@ -335,7 +348,7 @@ def _capabilities() -> types.ClientCapabilities:
 async def hover_all(server: str, files: dict[Path, list[Reference]], workspace: Path) -> Tally:
     tally = Tally()
     client, _ = await start_server(server, _capabilities(), workspace)
-    progress = track_progress(client)
+    progress = client.progress  # type: ignore[attr-defined]
     warm = await wait_for_warm_up(progress, timeout=300)
     print(f"{server}: warm-up ended after {warm:.1f} s")
     for path, references in files.items():

@@ -1,9 +1,14 @@
 """Hover: from a position in a document to a Chinese card, fast path first, jedi only when needed.
 
-1. The file's own imports and simple inference (:mod:`torchls.core.names`) name most torch symbols with no
-   jedi at all; the card's live signature comes from the resolver's cache when warm-up has filled it.
-2. Everything else (return values, chained calls, annotations, lines that do not parse) goes to jedi on its
-   worker thread.
+1. The file's own imports and its analysis (:mod:`torchls.core.names`) name most torch symbols with no jedi at
+   all; the card's live signature comes from the resolver's cache when warm-up has filled it. In a file just
+   opened, whose index is still being built, the import lines alone answer most hovers
+   (:mod:`torchls.core.import_lines`).
+2. Everything else (return values, chained calls, lines that do not parse) goes to jedi in its process. A hover
+   never waits for jedi to parse a file it has not seen: it answers from the file and jedi's answer, computed
+   meanwhile, serves the next hover there.
+3. A receiver nothing proves may still be named by its member (``lse.permute``: only tensors have ``permute``;
+   :mod:`torchls.core.name_guess`); the card then says the type was inferred from the name.
 A name that is not torch gets no hover, so torchls coexists with Pylance and other servers.
 """
 
@@ -12,14 +17,14 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
+from torchls.core.first_look import partial_index
+from torchls.core.name_guess import IMPORTED_OTHERS, TENSOR, tensor_member_by_name
 from torchls.core.names import Target
 from torchls.core.text import Position, Span
-from torchls.docinfo import SymbolDoc
+from torchls.docinfo import JediHit, SymbolDoc
 from torchls.kb.render import render_card, render_fallback, render_param
 from torchls.kb.schema import Entry
 from torchls.session import Session
-
-TENSOR = "torch.Tensor"
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +40,9 @@ def is_torch_name(name: str | None) -> bool:
 # While jedi is still reading torch (seconds, once per start), a hover waits at most this long for it, so the
 # editor is never left hanging; the answer is cached and the next hover gets it.
 COLD_WAIT_SECONDS = 0.8
+# Once jedi has parsed the document, a hover waits at most this long for its inference (usually tens of
+# milliseconds; seconds on some chains); later, its answer is kept for the next hover at the same place.
+WARM_WAIT_SECONDS = 1.0
 
 
 class JediNotReady(Exception):
@@ -53,13 +61,20 @@ async def ask_jedi(session: Session, function, *args):
 
 
 async def _live_doc(session: Session, public_name: str, wait: bool) -> SymbolDoc | None:
-    """The installed torch's view of ``public_name``: from the cache, or from jedi when ``wait``."""
+    """The installed torch's view of ``public_name``: from the cache, or from jedi when ``wait``. jedi may be
+    busy (parsing a file just opened takes most of a second): after :data:`WARM_WAIT_SECONDS` the hover stops
+    waiting (:class:`JediNotReady`) and the answer, still coming, serves the next one."""
     cached = session.resolver.cached_doc(public_name)
     if cached is not None or not wait:
         if cached is None:  # fill the cache for the next hover without making this one wait
             session.resolver.submit(session.resolver.describe, public_name, background=True)
         return cached
-    return await ask_jedi(session, session.resolver.describe, public_name)
+    future = asyncio.wrap_future(session.resolver.submit(session.resolver.describe, public_name))
+    limit = WARM_WAIT_SECONDS if session.resolver.warm.is_set() else COLD_WAIT_SECONDS
+    try:
+        return await asyncio.wait_for(asyncio.shield(future), limit)
+    except TimeoutError as timeout:
+        raise JediNotReady from timeout
 
 
 async def hover(
@@ -73,9 +88,13 @@ async def hover(
 ) -> HoverResult | None:
     """The hover card at ``position`` (code points), or None when torchls has nothing to add. ``card_links``: the
     client runs the compact card's link to the full card (see :mod:`torchls.lsp.show_card`)."""
-    document = session.index(uri, text, version)
-    target = document.index.target_at(position)
-    if target is None and position.line not in document.blanked_lines:
+    document = session.indexed(uri, text, version)
+    if document is not None:
+        index, blanked = document.index, document.blanked_lines
+    else:  # just opened: the full index is built soon after, meanwhile the block around the cursor answers
+        index, blanked = partial_index(text, position.line)
+    target = index.target_at(position)
+    if target is None and position.line not in blanked:
         return None  # whitespace, a string, a comment, a keyword: nothing to look up
     if target is not None and target.kind == "keyword":
         return await _keyword_hover(session, target, text, path)
@@ -85,19 +104,83 @@ async def hover(
         if target.kind == "instance" and target.qualname == TENSOR:
             return None  # a tensor variable: its class card would only be noise
         return await _name_hover(session, target.qualname, target.kind == "instance", target.span, card_links)
-    try:
-        hit = await ask_jedi(session, session.resolver.resolve_at, text, path, position.line, position.column)
-    except JediNotReady:
-        return None
-    if hit is None or (hit.is_instance and session.kb.public_name(hit.doc.name) == TENSOR):
-        return None
     span = target.span if target is not None else None
+    guess = _guessed_member(session, index, position)
+    try:
+        hit = await _jedi_hit(session, uri, version, text, path, position, span, wait=guess is None)
+    except JediNotReady:
+        hit = None
+    if hit is None:
+        return await _guess_hover(session, guess, span, card_links) if guess else None
+    if hit.is_instance and session.kb.public_name(hit.doc.name) == TENSOR:
+        return None
     entry = session.kb.lookup(hit.doc.name)
     public = entry.name if entry else session.kb.public_name(hit.doc.name)
     heading = _instance_heading(public) if hit.is_instance else None
     if entry is None:
         return HoverResult(render_fallback(public, hit.doc, heading), span)
     return HoverResult(_card(session, entry, hit.doc, heading, card_links), span)
+
+
+async def _jedi_hit(
+    session: Session,
+    uri: str,
+    version: int | None,
+    text: str,
+    path: str | None,
+    position: Position,
+    span: Span | None,
+    wait: bool,
+) -> JediHit | None:
+    """jedi's answer at ``position``: asked once per place and document version, kept for the next hover there.
+
+    A hover does not wait when jedi has not parsed the document yet (the first request pays for the whole file)
+    or when ``wait`` is False (there is an answer from the file already); otherwise at most
+    :data:`WARM_WAIT_SECONDS` (:data:`COLD_WAIT_SECONDS` while jedi warms up)."""
+    resolver = session.resolver
+    where = span.start if span is not None else position
+    key = (uri, version, where.line, where.column)
+    future = session.jedi_hovers.get(key)
+    parsed = resolver.has_parsed(text, path)
+    if future is None:
+        future = resolver.submit(resolver.resolve_at, text, path, position.line, position.column)
+        session.remember_jedi_hover(key, future)
+    if not future.done() and (not wait or not parsed):
+        return None
+    limit = WARM_WAIT_SECONDS if resolver.warm.is_set() else COLD_WAIT_SECONDS
+    try:
+        return await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(future)), limit)
+    except TimeoutError as timeout:
+        if not resolver.warm.is_set():
+            raise JediNotReady from timeout
+        return None
+
+
+def _guessed_member(session: Session, index, position: Position) -> str | None:
+    """``permute`` in ``lse.permute`` when nothing proves what ``lse`` is but only a tensor has that member."""
+    member = index.unproven_member_at(position)
+    if member is None:
+        return None
+    imported = index.imported_modules()
+    resolver = session.resolver
+
+    def members_of(qualname: str):
+        listed = resolver.cached_members(qualname, True)
+        if listed is None and any(qualname in classes for classes in IMPORTED_OTHERS.values()):
+            resolver.submit(resolver.members, qualname, True, background=True)  # known by the next hover
+        return listed
+
+    return member if tensor_member_by_name(member, imported, members_of) else None
+
+
+async def _guess_hover(session: Session, member: str, span: Span | None, card_links: bool) -> HoverResult | None:
+    name = f"{TENSOR}.{member}"
+    note = f"*按成员名推断：代码里看不出这个对象的类型，但只有张量才有 `{member}`，所以这里按 `{name}` 显示。*"
+    entry = session.kb.lookup(name)
+    if entry is None:
+        return None
+    live = await _live_doc(session, entry.name, wait=False)
+    return HoverResult(_card(session, entry, live, note, card_links), span)
 
 
 def _card(session: Session, entry: Entry, live: SymbolDoc | None, heading: str | None, card_links: bool) -> str:
@@ -128,7 +211,7 @@ async def _name_hover(
     try:
         live = await _live_doc(session, public, wait=True)
     except JediNotReady:
-        loading = f"**{public}** — 暂无中文条目；torch 自带的英文文档还在加载（jedi 预热中），请稍后再悬停。"
+        loading = f"**{public}** — 暂无中文条目；torch 自带的英文文档还在读取（jedi 正忙），请稍后再悬停。"
         return HoverResult(loading, span)
     if live is None:
         return None  # not a symbol the installed torch has

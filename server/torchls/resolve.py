@@ -69,6 +69,8 @@ INDEXED_MEMBERS = (
     ("builtins.tuple", True),
     ("builtins.set", True),
     ("builtins.str", True),
+    # What a guess by member name must not mistake for a tensor's (see core/name_guess.py).
+    ("numpy.ndarray", True),
 )
 
 
@@ -168,6 +170,7 @@ class Resolver:
         self._members_file: Path | None = None
         self._environment: tuple[str, list[str]] | None = None  # the interpreter and its sys.path, once known
         self._torch_version: object = _UNKNOWN
+        self._parsed: set[object] = set()  # documents jedi has parsed (by path): later versions parse quickly
 
     # -------------------------------------------------------------------------------- thread plumbing
 
@@ -362,20 +365,39 @@ class Resolver:
         data = json.dumps(payload, ensure_ascii=False).encode("utf-8")
         write_atomically(self._members_file, data, "completion cache")
 
+    @staticmethod
+    def _document_key(text: str, path: str | None) -> object:
+        return path if path else ("unsaved", hash(text))
+
+    def has_parsed(self, text: str, path: str | None) -> bool:
+        """True once jedi has parsed some version of this document: asking it now costs little (parso re-parses
+        only what changed). Before that, the first request pays for the whole file (most of a second)."""
+        return self._document_key(text, path) in self._parsed
+
+    def _asked_about(self, text: str, path: str | None) -> None:
+        self._parsed.add(self._document_key(text, path))
+
     def complete_at(self, text: str, path: str | None, line: int, column: int) -> list[tuple[str, str, str]]:
         """jedi's completions at a place in a document, as (name, kind, full name)."""
-        return self._ask("complete_at", text, path, line, column, failed=[])
+        try:
+            return self._ask("complete_at", text, path, line, column, failed=[])
+        finally:
+            self._asked_about(text, path)
 
     def receiver_types(self, text: str, path: str | None, line: int, column: int) -> list[tuple[str, bool]]:
         """What the name ending just before ``column`` holds, as jedi infers it: ``(full name, is an instance)``
         for each possibility. Far cheaper than listing completions (40 ms, not 300 ms, on a tensor), and the
         members of torch classes are cached already."""
-        return self._ask("receiver_types", text, path, line, column, failed=[])
+        try:
+            return self._ask("receiver_types", text, path, line, column, failed=[])
+        finally:
+            self._asked_about(text, path)
 
     def preparse(self, text: str, path: str | None) -> None:
         """Parse a document into jedi's cache (a long file takes parso most of a second), so that the first
         request that needs jedi in it does not pay for it; later edits re-parse only what changed."""
         self._ask("preparse", text, path)
+        self._asked_about(text, path)
 
     def cached_doc(self, public_name: str) -> SymbolDoc | None:
         """A doc computed earlier, without asking jedi (safe to call from any thread)."""
@@ -395,4 +417,7 @@ class Resolver:
 
     def resolve_at(self, text: str, path: str | None, line: int, column: int) -> JediHit | None:
         """The torch symbol at 0-based ``line`` and code-point ``column``, as jedi sees it; None if not torch."""
-        return self._ask("resolve_at", text, path, line, column)
+        try:
+            return self._ask("resolve_at", text, path, line, column)
+        finally:
+            self._asked_about(text, path)

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import functools
 import logging
+import threading
 import urllib.parse
 import urllib.request
+from collections import OrderedDict
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +34,7 @@ from torchls.settings import Settings
 
 log = logging.getLogger(__name__)
 _MAX_REPORTED_KB_ERRORS = 5
+_JEDI_HOVERS_KEPT = 512
 
 
 def _indentation(line: str) -> str:
@@ -65,6 +68,11 @@ class Session:
         self.resolver = Resolver()
         self._check_worker = CheckWorker()  # its process starts with the first check
         self._documents: dict[str, _IndexedDocument] = {}
+        # Versions being indexed now, on the indexing thread or the event loop: a second caller waits for the first.
+        self._indexing: dict[str, tuple[int | None, str, threading.Event]] = {}
+        self._indexing_lock = threading.Lock()
+        # jedi's answer for each hovered place, by (uri, version, line, column): asked once, served to later hovers.
+        self.jedi_hovers: OrderedDict[tuple, Future] = OrderedDict()
         self.completion_lists: dict[tuple, list] = {}  # built completion lists; they depend on the knowledge base
         self.prefetched: set[str] = set()  # documents whose torch classes' members were asked of jedi
         self.project = ProjectModules()  # what the project's other modules export, read as the fast path needs it
@@ -161,11 +169,39 @@ class Session:
 
     # ------------------------------------------------------------------------------------ documents
 
-    def index(self, uri: str, text: str, version: int | None) -> _IndexedDocument:
-        """The parsed index of a document version, built once per version."""
+    def remember_jedi_hover(self, key: tuple, future: Future) -> None:
+        self.jedi_hovers[key] = future
+        while len(self.jedi_hovers) > _JEDI_HOVERS_KEPT:
+            self.jedi_hovers.popitem(last=False)
+
+    def indexed(self, uri: str, text: str, version: int | None) -> _IndexedDocument | None:
+        """The index of this document version if it is built already, without building it."""
         cached = self._documents.get(uri)
-        if cached is not None and cached.version == version and cached.text == text:
-            return cached
+        return cached if cached is not None and cached.version == version and cached.text == text else None
+
+    def index(self, uri: str, text: str, version: int | None) -> _IndexedDocument:
+        """The parsed index of a document version, built once per version: a caller that finds it being built
+        (the indexing thread starts on ``didOpen``) waits for that build rather than doing the same work again."""
+        while True:
+            with self._indexing_lock:
+                cached = self.indexed(uri, text, version)
+                if cached is not None:
+                    return cached
+                building = self._indexing.get(uri)
+                if building is None or building[0] != version or building[1] != text:
+                    done = threading.Event()
+                    self._indexing[uri] = (version, text, done)
+                    break
+            building[2].wait()
+        try:
+            return self._build_index(uri, text, version)
+        finally:
+            with self._indexing_lock:
+                if self._indexing.get(uri, (None, None, None))[2] is done:
+                    del self._indexing[uri]
+            done.set()
+
+    def _build_index(self, uri: str, text: str, version: int | None) -> _IndexedDocument:
         parsed = parse_tolerant(text)
         location = self.project.locate(_path_of(uri))
         module, returns = None, None
@@ -202,6 +238,18 @@ class Session:
         ):
             return self.index(uri, text, version)
         return _IndexedDocument(version, text, cached.index, cached.blanked_lines, lines)
+
+    def prepare_jedi(self, document: _IndexedDocument, text: str, path: str | None) -> None:
+        """jedi's background work for a document just opened, in the order hovers need it: the English docs of
+        the torch names it uses that the knowledge base lacks (a hover on one waits for jedi otherwise, and a
+        parse of the whole file, most of a second, may be running), then the document itself."""
+        if "torch" not in text:
+            return
+        resolver = self.resolver
+        for qualname in sorted(document.index.torch_names()):
+            if self.kb.lookup(qualname) is None and resolver.cached_doc(qualname) is None:
+                resolver.submit(resolver.describe, qualname, background=True)
+        resolver.submit(resolver.preparse, text, path, background=True)
 
     def forget(self, uri: str) -> None:
         self._documents.pop(uri, None)

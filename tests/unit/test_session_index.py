@@ -71,3 +71,25 @@ def test_a_documents_path_comes_from_its_file_uri_once_decoded():
 
     assert _path_of("file:///tmp/%E4%B8%AD%E6%96%87/100%25%20%F0%9F%8E%89.py") == "/tmp/中文/100% 🎉.py"
     assert _path_of("untitled:Untitled-1") is None  # an unsaved buffer: no project to look into
+
+
+def test_a_version_being_indexed_is_built_once_and_the_second_caller_waits_for_it(session, monkeypatch):
+    import threading
+    import time
+
+    built = []
+    real = session._build_index
+
+    def slow_build(uri, text, version):
+        built.append(version)
+        time.sleep(0.2)  # the indexing thread's long build
+        return real(uri, text, version)
+
+    monkeypatch.setattr(session, "_build_index", slow_build)
+    first = threading.Thread(target=session.index, args=(URI, TEXT, 3))
+    first.start()
+    time.sleep(0.05)
+    assert session.indexed(URI, TEXT, 3) is None  # not built yet: a hover uses a partial index
+    document = session.index(URI, TEXT, 3)  # the hover that needs the full index waits for it
+    first.join()
+    assert built == [3] and document is session.indexed(URI, TEXT, 3)

@@ -29,6 +29,7 @@ class CallSiteInference:
     """Parameters' values from the calls of their functions, for :class:`~torchls.core.names.ModuleIndex`."""
 
     steps: int
+    partial: bool
     # Provided by ModuleIndex.
     parts: Any
     infer: Any
@@ -53,6 +54,8 @@ class CallSiteInference:
 
     def _passed_parts(self, function: _Function, parameter: str, depth: int) -> Parts | None:
         """The parts every call of ``function`` in the file passes for ``parameter``; None when unknown."""
+        if self.partial:
+            return None  # the calls of this function may be in the lines a partial index left out
         key = (id(function), parameter)
         if key in self._passed:
             return self._passed[key]
@@ -243,7 +246,8 @@ class CallSiteInference:
             return bool(bindings) and func.id not in self.classes and all(b.defines is None for b in bindings)
         if isinstance(func, ast.Attribute):
             return any(func.attr in info.self_bindings for info in self.classes.values())
-        return False
+        # ``Block(4)(x)``: an instance made and called at once
+        return isinstance(func, ast.Call) and isinstance(func.func, ast.Name) and func.func.id in self.classes
 
 
 def _argument(call: ast.Call, parameter: str, positional: list[str]) -> object:

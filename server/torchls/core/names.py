@@ -90,6 +90,7 @@ class _Binding:
     parameter_of: ast.FunctionDef | ast.AsyncFunctionDef | None = None  # a plain parameter of this function
     defines: ast.FunctionDef | ast.AsyncFunctionDef | None = None  # ``def name(...)``: the function it binds
     inclusive: bool = False  # a comprehension's target: seen on its own line too (``[p for p in ps if p.x]``)
+    imported: bool = False  # bound by an import statement
 
     def seen_from(self, line: int) -> bool:
         """True when code at ``line`` comes after this binding."""
@@ -160,6 +161,8 @@ class ModuleIndex(PartsInference, CallSiteInference):
         self._appends: dict[tuple, list[ast.expr] | None] = {}
         self._init_call_sites()
         self.memo: dict[tuple, object] = {}  # proven values and parts, by question (never a None: see infer)
+        # Built from part of the file only (core/first_look.py): parameters are not read from calls it cannot see.
+        self.partial = False
         self.steps = 0  # taken by the current question (see PartsInference.step)
         self._torch_uses: tuple[frozenset[str], frozenset[str], frozenset[str]] | None = None
         self._statement_lines: list[int] | None = None  # built on first use
@@ -176,6 +179,13 @@ class ModuleIndex(PartsInference, CallSiteInference):
             self._visit(child, scope, klass, method_of)
 
     def _visit(self, node: ast.AST, scope: ast.AST, klass: ast.ClassDef | None, method_of: ast.ClassDef | None) -> None:
+        kind = type(node)
+        if kind in _LEAVES:
+            return
+        if kind not in _RECORDED:  # most nodes: only their children matter (the elif chain below costs)
+            for child in ast.iter_child_nodes(node):
+                self._visit(child, scope, klass, method_of)
+            return
         if isinstance(node, ast.Import | ast.ImportFrom):
             self._record_import(node, scope)
         elif isinstance(node, ast.ClassDef):
@@ -473,7 +483,7 @@ class ModuleIndex(PartsInference, CallSiteInference):
     def _register_import(self, local: str, qualname: str, scope: ast.AST, lineno: int) -> None:
         if scope is self.tree or local not in self.imports:
             self.imports[local] = qualname
-        self._bindings[scope][local].append(_Binding(lineno - 1, None))
+        self._bindings[scope][local].append(_Binding(lineno - 1, None, imported=True))
 
     def _record_dotted(self, dotted: str, node: ast.AST, line_text: str, lineno: int, col_offset: int) -> None:
         """Record each segment of a dotted module name in an import statement as its own identifier."""
@@ -619,7 +629,7 @@ class ModuleIndex(PartsInference, CallSiteInference):
         if identifier.segment is not None:  # a name in an import statement
             return Target("reference", span, identifier.segment)
         assert isinstance(node, ast.Name | ast.Attribute)
-        qualname = self.qualify(node)
+        qualname = self.qualify(node) if not self._shadowed(node, identifier, position.line) else None
         if qualname is not None:
             return Target("reference", span, qualname)
         if isinstance(node, ast.Attribute):
@@ -643,6 +653,22 @@ class ModuleIndex(PartsInference, CallSiteInference):
             return Target("instance", span, value.qualname)
         return Target("reference", span, None)
 
+    def unproven_member_at(self, position: Position) -> str | None:
+        """The member name at ``position`` when it is ``receiver.member`` and the file proves nothing about the
+        receiver (not an import, no value inferred): what :mod:`torchls.core.name_guess` may go by."""
+        self.steps = 0
+        identifier = self._identifier_at(position)
+        node = identifier.node if identifier is not None else None
+        if not isinstance(node, ast.Attribute) or self.qualify(node.value) is not None:
+            return None
+        if self.infer(node.value, identifier, position.line) is not None:  # type: ignore[arg-type]
+            return None
+        return node.attr
+
+    def imported_modules(self) -> frozenset[str]:
+        """The top-level modules the file imports (``numpy`` for ``import numpy as np``)."""
+        return frozenset(qualname.split(".", 1)[0] for qualname in self.imports.values())
+
     def torch_uses(self) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
         """The torch names the file calls, the torch classes it instantiates (capitalised callees) and the torch
         modules it reaches into (``torch.jit.`` in ``torch.jit.script``): what completion prefetches from jedi.
@@ -663,6 +689,18 @@ class ModuleIndex(PartsInference, CallSiteInference):
             self._torch_uses = frozenset(called), frozenset(classes), frozenset(modules)
         return self._torch_uses
 
+    def torch_names(self) -> frozenset[str]:
+        """The torch names the file's imports make of its dotted names (``nn.Conv2d``, ``torch.cuda``), with no
+        inference: cheap enough to compute for a whole long file as it opens."""
+        found = set()
+        for identifiers in self._identifiers.values():
+            for identifier in identifiers:
+                if identifier.segment is None and isinstance(identifier.node, ast.Name | ast.Attribute):
+                    qualname = self.qualify(identifier.node)
+                    if _is_torch_name(qualname):
+                        found.add(qualname)
+        return frozenset(found)  # type: ignore[arg-type]
+
     def torch_references(self) -> Iterator[tuple[Position, str]]:
         """Every use of a torch API the fast path can name, once per use: ``F.relu(x)`` gives
         ``torch.nn.functional.relu`` (not also ``torch.nn.functional``), ``x.view`` on a known tensor gives
@@ -679,6 +717,16 @@ class ModuleIndex(PartsInference, CallSiteInference):
                 found = self.target_at(position)
                 if found is not None and found.kind == "reference" and (found.qualname or "").startswith("torch."):
                     yield position, found.qualname  # type: ignore[misc]
+
+    def _shadowed(self, expr: ast.expr, where: _Identifier, line: int) -> bool:
+        """True when the name an import bound at the head of ``expr`` is bound again where it is used (``nn =
+        None`` in a function): then it is not the module. (Module-level rebinding drops the import itself.)"""
+        while isinstance(expr, ast.Attribute):
+            expr = expr.value
+        if not isinstance(expr, ast.Name):
+            return False
+        binding = self._latest_binding(expr.id, where, line)
+        return binding is not None and not binding.imported
 
     def _callee_name(self, func: ast.expr, identifier: _Identifier) -> str | None:
         qualname = self.qualify(func)
@@ -1050,6 +1098,39 @@ class ModuleIndex(PartsInference, CallSiteInference):
             # ``self.x`` bound in ``__init__`` is evaluated in the method that binds it, not at the cursor.
             values.append(self.infer(expr, self._where(expr.lineno - 1), expr.lineno - 1, depth + 1))
         return _common(values)
+
+
+# Node kinds the index walk records something about (see ModuleIndex._visit); the others are only walked through,
+# and leaves (contexts, operators, constants) not even that: a 5,000-line file has 80,000 nodes.
+_RECORDED = frozenset(
+    {
+        ast.Import,
+        ast.ImportFrom,
+        ast.ClassDef,
+        ast.FunctionDef,
+        ast.AsyncFunctionDef,
+        ast.Lambda,
+        ast.Assign,
+        ast.AnnAssign,
+        ast.For,
+        ast.AugAssign,
+        ast.AsyncFor,
+        ast.ListComp,
+        ast.SetComp,
+        ast.DictComp,
+        ast.GeneratorExp,
+        ast.withitem,
+        ast.NamedExpr,
+        ast.Name,
+        ast.Attribute,
+        ast.If,
+        ast.Call,
+    }
+)
+_LEAVES = frozenset(
+    {ast.Load, ast.Store, ast.Del, ast.Constant, *ast.operator.__subclasses__(), *ast.cmpop.__subclasses__()}
+    | {*ast.unaryop.__subclasses__(), *ast.boolop.__subclasses__()}
+)
 
 
 def qualify(expr: ast.expr, imports: dict[str, str]) -> str | None:

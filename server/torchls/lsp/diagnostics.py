@@ -31,6 +31,7 @@ _SEVERITIES = {
 }
 _executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="torchls-index")
 INDEX_PAUSE_SECONDS = 0.5  # after an edit: how long the user must pause before the new version is indexed
+OPEN_INDEX_DELAY_SECONDS = 0.3  # a document just opened is indexed this long after didOpen (see _index_opened)
 
 
 def to_range(source: SourceText, span: Span, encoding: str) -> types.Range:
@@ -100,8 +101,8 @@ async def _check_and_publish(ls: TorchLanguageServer, uri: str, delay: float, ed
         return  # closed while the check waited
     version, text = document.version, document.source
     indexed = None
-    if not edited:  # just opened (or saved): index now, beside the check in its process, for the first request
-        indexed = asyncio.get_running_loop().run_in_executor(_executor, _index, ls, uri, text, version)
+    if not edited:  # just opened (or saved): index soon, beside the check in its process, for later requests
+        indexed = asyncio.ensure_future(_index_opened(ls, uri, text, version, document.path or ""))
     try:
         result = await asyncio.wrap_future(ls.session.check_in_background(text))
     except Exception:  # a checker bug must never take the server down; the document just gets no findings
@@ -129,12 +130,26 @@ async def _check_and_publish(ls: TorchLanguageServer, uri: str, delay: float, ed
         await asyncio.get_running_loop().run_in_executor(_executor, _index, ls, uri, text, version)
 
 
-def _index(ls: TorchLanguageServer, uri: str, text: str, version: int | None) -> None:
-    """While the user reads or pauses: the version's index, and the torch names completion will prefetch."""
+async def _index_opened(ls: TorchLanguageServer, uri: str, text: str, version: int | None, path: str) -> None:
+    """Index a document just opened after :data:`OPEN_INDEX_DELAY_SECONDS`: ``ast.parse`` of a long file holds the
+    GIL for tens of milliseconds, and the first hovers, which often come at once, are answered meanwhile from a
+    partial index of the lines around them (core/first_look.py) in a few milliseconds."""
+    await asyncio.sleep(OPEN_INDEX_DELAY_SECONDS)
+    current = ls.opened(uri)
+    if current is not None and current.version == version:
+        await asyncio.get_running_loop().run_in_executor(_executor, _index, ls, uri, text, version, path)
+
+
+def _index(ls: TorchLanguageServer, uri: str, text: str, version: int | None, opened: str | None = None) -> None:
+    """While the user reads or pauses: the version's index, and the torch names completion will prefetch. For a
+    document just opened (``opened``: its path, or "" when it has none), jedi then reads what it will need."""
     if ls.session is None:
         return
     try:
-        ls.session.index(uri, text, version).index.torch_uses()
+        document = ls.session.index(uri, text, version)
+        document.index.torch_uses()
+        if opened is not None:
+            ls.session.prepare_jedi(document, text, opened or None)
     except Exception:  # an indexing bug costs the fast path for this version, never the server
         log.exception("indexing %s failed", uri)
     memory.settle()  # the index lives until the next version: keep it out of collections that stall requests

@@ -16,12 +16,8 @@ def register(server: TorchLanguageServer) -> None:
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: TorchLanguageServer, params: types.DidOpenTextDocumentParams) -> None:
         ls.active_uri = params.text_document.uri
+        # Checked and indexed now; once indexed, jedi reads what the file will need from it (diagnostics._index).
         diagnostics.schedule(ls, params.text_document.uri, 0)
-        if ls.session is not None and "torch" in params.text_document.text:
-            # jedi parses in the background now, not on the first completion that needs it.
-            document = ls.workspace.get_text_document(params.text_document.uri)
-            resolver = ls.session.resolver
-            resolver.submit(resolver.preparse, document.source, document.path, background=True)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: TorchLanguageServer, params: types.DidChangeTextDocumentParams) -> None:

@@ -1,0 +1,72 @@
+"""A receiver nothing proves, named by its member: ``lse.permute(0, 2, 1)`` is a tensor's ``permute``.
+
+Where neither the file's analysis nor jedi can say what ``lse`` is (it came from another library, a dict, a
+function with no annotation), the member's name often says it alone: no builtin type, no ``nn.Module`` has a
+``permute``, so in a torch file ``lse`` is a tensor. The guess is taken only when no other type the file's imports
+bring has that member (``x.shape`` in a file that imports NumPy could be an array) and never for a library whose
+arrays mirror tensors wholesale. Hover shows the guess with a line that says it was inferred from the name;
+diagnostics never use it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+TENSOR = "torch.Tensor"
+
+# Classes whose members are never a tensor's alone: the builtins' values and torch's modules. (Optimizer,
+# torch.Size and friends share no member with Tensor that is not also a builtin's.)
+ALWAYS_OTHER = (
+    "builtins.str",
+    "builtins.list",
+    "builtins.dict",
+    "builtins.tuple",
+    "builtins.set",
+    "torch.nn.Module",
+)
+
+# Imported modules whose values may have tensor-like members, and the classes to compare with.
+IMPORTED_OTHERS = {
+    "numpy": ("numpy.ndarray",),
+    "cv2": ("numpy.ndarray",),  # OpenCV images are NumPy arrays
+    "scipy": ("numpy.ndarray",),
+    "pandas": ("pandas.DataFrame", "pandas.Series"),
+    "PIL": ("PIL.Image.Image",),
+}
+
+# Libraries whose arrays have nearly all of a tensor's members: a member name proves nothing in their files.
+MIRRORING_LIBRARIES = frozenset({"tensorflow", "jax", "cupy", "paddle", "mxnet", "mindspore", "dask", "xarray"})
+
+
+def classes_to_compare(imported_modules: Iterable[str]) -> tuple[str, ...] | None:
+    """The classes whose members a guess in a file with these imports (top-level module names) must avoid; None
+    when the file imports a library that mirrors tensors (no guess there at all)."""
+    tops = set(imported_modules)
+    if tops & MIRRORING_LIBRARIES:
+        return None
+    others = list(ALWAYS_OTHER)
+    for module, classes in IMPORTED_OTHERS.items():
+        if module in tops:
+            others.extend(classes)
+    return tuple(dict.fromkeys(others))
+
+
+def tensor_member_by_name(
+    member: str, imported_modules: Iterable[str], members_of: Callable[[str], Iterable[str] | None]
+) -> bool:
+    """True when ``member`` is a tensor's and no other class the file may hold has it.
+
+    ``members_of(qualname)`` lists a class's public members (instances'), or None while they are not known yet:
+    then there is no guess, as there is none without the tensor's own list.
+    """
+    if member.startswith("_"):
+        return False
+    others = classes_to_compare(imported_modules)
+    tensor = members_of(TENSOR)
+    if others is None or tensor is None or member not in tensor:
+        return False
+    for qualname in others:
+        listed = members_of(qualname)
+        if listed is None or member in listed:
+            return False
+    return True

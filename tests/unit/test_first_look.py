@@ -1,0 +1,111 @@
+"""A partial index of a file just opened answers what the block around the cursor proves, never more."""
+
+from __future__ import annotations
+
+import pytest
+
+from torchls.core.first_look import partial_index
+from torchls.core.names import ModuleIndex, Value
+from torchls.core.parsing import parse_tolerant
+from torchls.core.text import Position, SourceText
+
+SOURCE = '''\
+"""A model file.
+
+from this docstring import nothing
+"""
+import torch
+import torch.nn as nn
+from torch.nn import (
+    functional as F,
+    init,
+)
+
+LAYERS = 3
+F2 = F
+
+
+def make(d):
+    return nn.Linear(d, d)
+
+
+@torch.no_grad()
+def 评估(model, x):
+    说明 = "装饰器 🎀"; return model(x).softmax(-1)
+
+
+class 块(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.fc = nn.Linear(d, d)
+        self.extra = make(d)
+
+    def forward(self, x):
+        说明 = "前向 ➡️"; h = self.fc(x)
+        return F.relu(h) + self.extra(x)
+
+
+def 另一个():
+    nn = None
+    说明 = "遮蔽 🙈"; return nn
+
+
+model = nn.Sequential(
+    nn.Linear(2, 2),
+    说明 := nn.ReLU(),
+)
+块(4)(torch.randn(2, 4))
+'''
+
+
+def _at(text: str, marker: str, symbol: str) -> Position:
+    lines = text.splitlines()
+    line = next(i for i, content in enumerate(lines) if marker in content)
+    return Position(line, lines[line].index(symbol, lines[line].index(marker)) + 1)
+
+
+def _full(text: str) -> ModuleIndex:
+    return ModuleIndex(parse_tolerant(text), SourceText(text))
+
+
+@pytest.mark.parametrize(
+    ("marker", "symbol", "expected"),
+    [
+        ("前向", "self.fc", "torch.nn.Linear"),  # the class's __init__ is in the block
+        ("return F.relu", "relu", "torch.nn.functional.relu"),  # an import over several lines
+        ("装饰器", "softmax", None),  # model's value comes from calls the partial index does not read
+        ("@torch.no_grad", "no_grad", "torch.no_grad"),  # a decorator: its block is the function below it
+        ("nn.Linear(2, 2)", "Linear", "torch.nn.Linear"),  # a module-level statement over several lines
+        ("遮蔽", "nn", None),  # bound again in the function
+    ],
+)
+def test_the_block_around_the_cursor_answers(marker, symbol, expected):
+    position = _at(SOURCE, marker, symbol.split(".")[-1])
+    index, blanked = partial_index(SOURCE, position.line)
+    assert index.partial and not blanked
+    target = index.target_at(position)
+    assert (target.qualname if target is not None else None) == expected
+
+
+def test_a_partial_index_proves_nothing_the_full_index_does_not():
+    lines = SOURCE.splitlines()
+    for line, content in enumerate(lines):
+        for column in range(len(content)):
+            position = Position(line, column)
+            partial = partial_index(SOURCE, line)[0].target_at(position)
+            if partial is not None and partial.qualname is not None:
+                full = _full(SOURCE).target_at(position)
+                assert full is not None and full.qualname == partial.qualname, (line, column, content)
+
+
+def test_parameters_are_not_read_from_calls_elsewhere():
+    position = _at(SOURCE, "前向", "h = ")
+    assert _full(SOURCE).value_at("x", position) == Value("torch.Tensor")  # 块(4)(torch.randn(2, 4))
+    assert partial_index(SOURCE, position.line)[0].value_at("x", position) is None
+
+
+def test_a_module_level_binding_hides_the_import():
+    text = "import torch.nn.functional as F\nF = None\n\ndef f(x):\n    return F.relu(x)\n"
+    index, _ = partial_index(text, 4)
+    target = index.target_at(Position(4, text.splitlines()[4].index("relu")))
+    assert target is not None and target.qualname is None

@@ -1,0 +1,53 @@
+"""Naming a receiver by its member only where no other type the file may hold has that member."""
+
+from __future__ import annotations
+
+import pytest
+
+from torchls.core.name_guess import classes_to_compare, tensor_member_by_name
+
+MEMBERS = {
+    "torch.Tensor": {"permute", "shape", "view", "split", "to", "masked_fill", "unsqueeze"},
+    "builtins.str": {"split", "upper"},
+    "builtins.list": {"append"},
+    "builtins.dict": {"items"},
+    "builtins.tuple": {"count"},
+    "builtins.set": {"add"},
+    "torch.nn.Module": {"to", "parameters"},
+    "numpy.ndarray": {"shape", "view"},
+    "PIL.Image.Image": {"size", "split"},
+}
+
+
+def members_of(qualname):
+    return MEMBERS.get(qualname)
+
+
+@pytest.mark.parametrize(
+    ("member", "imports", "expected"),
+    [
+        ("permute", {"torch"}, True),
+        ("masked_fill", {"torch", "numpy"}, True),  # NumPy arrays have no masked_fill
+        ("shape", {"torch"}, True),
+        ("shape", {"torch", "numpy"}, False),  # an array's shape too
+        ("view", {"torch", "cv2"}, False),  # OpenCV images are NumPy arrays
+        ("split", {"torch"}, False),  # a str's split
+        ("to", {"torch"}, False),  # a module's to
+        ("unsqueeze", {"torch", "tensorflow"}, False),  # its tensors mirror torch's
+        ("_private", {"torch"}, False),
+        ("upper", {"torch"}, False),  # not a tensor's at all
+    ],
+)
+def test_guess_only_what_no_other_type_has(member, imports, expected):
+    assert tensor_member_by_name(member, imports, members_of) is expected
+
+
+def test_no_guess_while_a_class_to_compare_is_not_listed_yet():
+    assert not tensor_member_by_name("unsqueeze", {"torch", "pandas"}, members_of)  # pandas not listed yet
+    assert not tensor_member_by_name("unsqueeze", {"torch"}, lambda q: None)  # nothing listed at all
+
+
+def test_classes_to_compare_follow_the_imports():
+    assert "numpy.ndarray" in classes_to_compare({"numpy"})
+    assert "numpy.ndarray" not in classes_to_compare({"torch"})
+    assert classes_to_compare({"jax"}) is None
