@@ -1163,3 +1163,18 @@ def test_parameters_from_the_calls_the_file_makes(line_contains, name, expected)
 def test_a_class_passed_as_a_factory_hides_its_constructor_calls():
     text = CALLED_METHODS.replace("    工厂用户(nn.Linear)\n", "    工厂用户(编码器)\n")
     assert value_of(text, "可选层", "self.norm") is None
+
+
+@pytest.mark.parametrize(
+    ("use", "symbol", "expected"),
+    [
+        ("x.device.type", "type", "torch.device.type"),  # a tensor's device is a torch.device
+        ("x.dtype.is_floating_point", "is_floating_point", "torch.dtype.is_floating_point"),
+        ("x.shape", "shape", "torch.Tensor.shape"),  # still the tensor's own attribute
+        ("x.device", "device", "torch.Tensor.device"),
+    ],
+)
+def test_attributes_of_a_tensor_hold_other_torch_classes(use, symbol, expected):
+    text = f"import torch\nx = torch.randn(2)\n说明 = '设备 🖥️'; print({use})\n"
+    found = target(text, use, symbol)
+    assert found.kind == "reference" and found.qualname == expected

@@ -67,6 +67,8 @@ TENSOR_SEQUENCE_METHODS = frozenset(_TENSOR_SEQUENCE_NAMES)
 
 # Tensor attributes that are themselves tensors.
 TENSOR_ATTRIBUTES = frozenset({"T", "mT", "H", "mH", "data", "grad", "real", "imag"})
+# Tensor attributes that hold an instance of another torch class (``x.device.type``, ``x.dtype.is_floating_point``).
+TENSOR_ATTRIBUTE_CLASSES = {"device": "torch.device", "dtype": "torch.dtype", "shape": "torch.Size"}
 
 # nn.Module classes whose call always returns one Tensor.
 TENSOR_RETURNING_MODULES = frozenset(
@@ -224,8 +226,8 @@ def method_result(receiver_class: str, method: str, has_arguments: bool = True) 
 
 def attribute_result(receiver_class: str, attribute: str) -> str | None:
     """The class of ``receiver.attribute`` when it is certain."""
-    if ATTRIBUTE_BASES.get(receiver_class, receiver_class) == TENSOR and attribute in TENSOR_ATTRIBUTES:
-        return TENSOR
+    if ATTRIBUTE_BASES.get(receiver_class, receiver_class) == TENSOR:
+        return TENSOR if attribute in TENSOR_ATTRIBUTES else TENSOR_ATTRIBUTE_CLASSES.get(attribute)
     return None
 
 

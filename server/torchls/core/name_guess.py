@@ -34,6 +34,10 @@ IMPORTED_OTHERS = {
     "PIL": ("PIL.Image.Image",),
 }
 
+# Tensor members whose names many other classes use for their own (a Lightning ``Fabric.device``, a diffusers
+# model's ``dtype``, a path's ``name``): the name alone says nothing.
+GENERIC_NAMES = frozenset({"device", "dtype", "data", "name", "names", "layout", "type", "index", "is_cuda"})
+
 # Libraries whose arrays have nearly all of a tensor's members: a member name proves nothing in their files.
 MIRRORING_LIBRARIES = frozenset({"tensorflow", "jax", "cupy", "paddle", "mxnet", "mindspore", "dask", "xarray"})
 
@@ -59,7 +63,7 @@ def tensor_member_by_name(
     ``members_of(qualname)`` lists a class's public members (instances'), or None while they are not known yet:
     then there is no guess, as there is none without the tensor's own list.
     """
-    if member.startswith("_"):
+    if member.startswith("_") or member in GENERIC_NAMES:
         return False
     others = classes_to_compare(imported_modules)
     tensor = members_of(TENSOR)

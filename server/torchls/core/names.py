@@ -639,7 +639,9 @@ class ModuleIndex(PartsInference, CallSiteInference):
                 if (
                     attribute_value is not None
                     and attribute_value.user_class is None
-                    and node.attr not in (facts.TENSOR_ATTRIBUTES)
+                    # ``x.shape``, ``x.grad`` are documented as the tensor's own attributes, not as a Size
+                    and node.attr not in facts.TENSOR_ATTRIBUTES
+                    and node.attr not in facts.TENSOR_ATTRIBUTE_CLASSES
                     # ``fc.weight`` is still named as the layer's attribute, not described as a Parameter
                     and facts.module_attribute_result(receiver.qualname, node.attr) is None
                 ):
