@@ -16,6 +16,7 @@ import multiprocessing
 import os
 import sys
 import threading
+import time
 from collections.abc import Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -26,15 +27,26 @@ if TYPE_CHECKING:  # the rules are imported in the worker only (~0.1 s the serve
     from torchls.core.checker import Checker, CheckResult
 
 log = logging.getLogger(__name__)
+_PARENT_CHECK_SECONDS = 0.5
 
 _checkers: dict[tuple[tuple[str, ...], tuple[str, ...]], Checker] = {}  # in the worker: one per rule selection
 
 
-def _quiet_stdout() -> None:
-    """In the worker: its stdout is the server's, which carries the LSP messages; anything printed there would
-    corrupt them, so it goes to stderr (the editor's log) instead."""
+def _start_worker() -> None:
+    """In the worker, before any check: its stdout is the server's, which carries the LSP messages, so anything
+    printed there goes to stderr (the editor's log) instead; and it ends when the server does."""
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     sys.stdout = sys.stderr
+    threading.Thread(target=_end_with, args=(os.getppid(),), name="torchls-parent-watch", daemon=True).start()
+
+
+def _end_with(parent: int) -> None:
+    """End this process once ``parent`` has gone. A pool's worker holds both ends of its task queue, so it never
+    sees the server die: an editor that kills the server (a restart) would leave one checking process behind
+    each time."""
+    while os.getppid() == parent:
+        time.sleep(_PARENT_CHECK_SECONDS)
+    os._exit(0)
 
 
 def check_text(text: str, select: Sequence[str], ignore: Sequence[str]) -> CheckResult:
@@ -83,7 +95,7 @@ class CheckWorker:
 
     def _new_pool(self) -> ProcessPoolExecutor:
         return ProcessPoolExecutor(
-            max_workers=1, mp_context=multiprocessing.get_context("spawn"), initializer=_quiet_stdout
+            max_workers=1, mp_context=multiprocessing.get_context("spawn"), initializer=_start_worker
         )
 
     def _done(self, pool: ProcessPoolExecutor, future: Future) -> None:

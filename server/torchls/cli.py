@@ -99,9 +99,32 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+# What pygls reports as a warning but is part of a normal session: a ``$/cancelRequest`` for a request already
+# answered (editors cancel hovers and completions all the time), a client's answer after the request was cancelled.
+_EXPECTED_EVENTS = (
+    "Cancel notification for unknown message id",
+    "Received response to unknown message id",
+    "Ignoring notification for unknown method '$/",
+)
+
+
+class _ExpectedEventsAtDebug(logging.Filter):
+    """Logs the expected events above at debug level (shown with ``-vv``), not as warnings in the editor."""
+
+    def __init__(self, level: int) -> None:
+        super().__init__()
+        self.level = level
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno > logging.DEBUG and str(record.msg).startswith(_EXPECTED_EVENTS):
+            record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+        return record.levelno >= self.level
+
+
 def _configure_logging(verbose: int, log_file: str | None) -> None:
     level = logging.WARNING - 10 * min(verbose, 2)
     handler: logging.Handler = logging.FileHandler(log_file) if log_file else logging.StreamHandler(sys.stderr)
+    handler.addFilter(_ExpectedEventsAtDebug(level))  # pygls's expected warnings are judged at debug level
     logging.basicConfig(level=level, handlers=[handler], format="%(asctime)s %(name)s %(levelname)s: %(message)s")
 
 

@@ -49,6 +49,10 @@ class HostError(Exception):
     """The jedi process could not answer: it failed to start, died, or could not send its answer."""
 
 
+class HostClosed(HostError):
+    """The server is shutting down: no more requests go to the jedi process (an expected event, not a fault)."""
+
+
 def interpreter_path(interpreter: str) -> str | None:
     path = interpreter if os.sep in interpreter else shutil.which(interpreter)
     if path is None or not Path(path).is_file() or not os.access(path, os.X_OK):
@@ -440,7 +444,7 @@ class HostProcess:
     def _call(self, method: str, args: tuple) -> object:
         with self._lock:
             if self._closed:
-                raise HostError("the resolver is closed")
+                raise HostClosed("the resolver is closed")
             if self._process is None or self._process.poll() is not None:
                 if self._process is not None:
                     log.warning("the jedi process ended (exit code %s); starting it again", self._process.returncode)

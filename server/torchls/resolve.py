@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from torchls.docinfo import JediHit, SymbolDoc
-from torchls.jedi_host import HostError, HostProcess, interpreter_path
+from torchls.jedi_host import HostClosed, HostError, HostProcess, interpreter_path
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -190,6 +190,9 @@ class Resolver:
         jedi knowing nothing, as they do for jedi's own failures."""
         try:
             return self._host.call(method, *args)
+        except HostClosed as error:  # shutting down: requests still queued end here
+            log.debug("%s: %s", method, error)
+            return failed
         except HostError as error:
             log.warning("%s", error)
             return failed
@@ -410,7 +413,7 @@ class Resolver:
         try:
             doc = self._host.call("describe", public_name)
         except HostError as error:
-            log.warning("%s", error)
+            log.log(logging.DEBUG if isinstance(error, HostClosed) else logging.WARNING, "%s", error)
             return None  # not remembered: jedi did not say it knows nothing
         self._docs[public_name] = doc  # type: ignore[assignment]
         return doc  # type: ignore[return-value]

@@ -88,3 +88,22 @@ def test_every_method_with_a_structured_answer_crosses_the_pipe(host):
         assert host.call(method, *args) is None
     with pytest.raises(HostError, match="unknown method"):
         host.call("no_such_method")
+
+
+def test_the_child_ends_quietly_when_the_server_has_gone(caplog):
+    """An editor restarting the server during the warm-up: the child's answer meets a closed pipe."""
+    import logging
+    import os
+
+    from torchls.jedi_host import JediHost, serve
+
+    requests = io.BytesIO()
+    write_frame(requests, ("infer_end", ("import torch\ntorch",)))
+    requests.seek(0)
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    answers = os.fdopen(write_end, "wb")
+    with caplog.at_level(logging.DEBUG, logger="torchls.jedi_host"):
+        serve(JediHost(), requests, answers)  # returns: no BrokenPipeError escapes
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert any("has gone" in r.getMessage() for r in caplog.records)
