@@ -25,7 +25,7 @@ from .test_completion import by_label, split_cursor, summary_of
 
 # How long after opening a file its members may take to arrive once jedi has read torch (a warm jedi lists a
 # class in well under a tenth of a second; this leaves room for a busy machine).
-ARRIVAL_SECONDS = 5.0
+ARRIVAL_SECONDS = 10.0
 GRAD_SCALER_MEMBERS = ("scale", "step", "update", "unscale_")
 
 SCALERS = {
