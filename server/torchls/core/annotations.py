@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 
+from torchls.core.brackets import split_top_level
 from torchls.core.calls import ValueKind
 
 # alias -> (what it means, the module that defines it). Type variables (``_T``, ``_P``) are left as they are.
@@ -164,26 +165,8 @@ def _union_members(annotation: str) -> list[str]:
     """The top-level members of ``A | B[C | D]`` and of ``Union[A, B]``."""
     text = annotation.strip()
     if text.startswith("Union[") and text.endswith("]"):
-        return [piece for part in _split_top_level(text[6:-1], ",") for piece in _union_members(part)]
-    return [part.strip() for part in _split_top_level(text, "|")]
-
-
-def _split_top_level(text: str, separator: str) -> list[str]:
-    parts, depth, start, quote = [], 0, 0, None
-    for index, char in enumerate(text):
-        if quote:
-            quote = None if char == quote else quote
-        elif char in "'\"":
-            quote = char
-        elif char in "([{":
-            depth += 1
-        elif char in ")]}":
-            depth -= 1
-        elif char == separator and depth == 0:
-            parts.append(text[start:index])
-            start = index + 1
-    parts.append(text[start:])
-    return parts
+        return [piece for part in split_top_level(text[6:-1], ",") for piece in _union_members(part)]
+    return [part.strip() for part in split_top_level(text, "|")]
 
 
 def _base_name(member: str) -> str | None:

@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from torchls.core.annotations import accepts, readable
+from torchls.core.brackets import closing_bracket, split_top_level, top_level_index
 from torchls.core.calls import Argument, CallContext, ValueKind
 
 
@@ -67,11 +68,11 @@ def parse_signature(raw: str, public_name: str | None = None, bound: bool = Fals
     ``torch.Tensor.view``); ``bound`` drops a leading ``self``, which a call through an instance never passes.
     """
     open_at = raw.find("(")
-    close_at = _closing_parenthesis(raw, open_at) if open_at >= 0 else -1
+    close_at = closing_bracket(raw, open_at) if open_at >= 0 else -1
     if close_at < 0:
         return Signature(label=raw, parameters=())
     name = public_name or raw[:open_at]
-    pieces = [piece.strip() for piece in _split_top_level(raw[open_at + 1 : close_at], ",")]
+    pieces = [piece.strip() for piece in split_top_level(raw[open_at + 1 : close_at], ",")]
     pieces = [piece for piece in pieces if piece]
     if bound and pieces and _piece_name(pieces[0]) == "self":
         pieces = pieces[1:]
@@ -119,10 +120,10 @@ def _piece_name(piece: str) -> str:
 
 def _readable_piece(piece: str) -> str:
     """``size: _size_2_t=1`` -> ``size: int | tuple[int, int]=1`` (jedi's own spacing around ``=`` kept)."""
-    colon = _top_level_index(piece, ":")
+    colon = top_level_index(piece, ":")
     if colon < 0:
         return piece
-    equals = _top_level_index(piece, "=", colon)
+    equals = top_level_index(piece, "=", colon)
     annotation_end = equals if equals >= 0 else len(piece)
     annotation = readable(piece[colon + 1 : annotation_end])
     default = piece[annotation_end:]
@@ -130,76 +131,16 @@ def _readable_piece(piece: str) -> str:
 
 
 def _annotation(piece: str) -> str:
-    colon = _top_level_index(piece, ":")
+    colon = top_level_index(piece, ":")
     if colon < 0:
         return ""
-    equals = _top_level_index(piece, "=", colon)
+    equals = top_level_index(piece, "=", colon)
     return piece[colon + 1 : equals if equals >= 0 else len(piece)].strip()
 
 
 def _readable_return(rest: str) -> str:
     arrow = rest.find("->")
     return f" -> {readable(rest[arrow + 2 :])}" if arrow >= 0 else ""
-
-
-def _closing_parenthesis(text: str, open_at: int) -> int:
-    depth = 0
-    for index, char in _outside_strings(text, open_at):
-        if char in "([{":
-            depth += 1
-        elif char in ")]}":
-            depth -= 1
-            if depth == 0:
-                return index
-    return -1
-
-
-def _top_level_index(text: str, wanted: str, start: int = 0) -> int:
-    """The first ``wanted`` outside brackets and strings at or after ``start``; -1 if none."""
-    depth = 0
-    for index, char in _outside_strings(text, start):
-        if char in "([{":
-            depth += 1
-        elif char in ")]}":
-            depth -= 1
-        elif char == wanted and depth == 0:
-            return index
-    return -1
-
-
-def _split_top_level(text: str, separator: str) -> list[str]:
-    parts, depth, start = [], 0, 0
-    for index, char in _outside_strings(text, 0):
-        if char in "([{":
-            depth += 1
-        elif char in ")]}":
-            depth -= 1
-        elif char == separator and depth == 0:
-            parts.append(text[start:index])
-            start = index + 1
-    parts.append(text[start:])
-    return parts
-
-
-def _outside_strings(text: str, start: int):
-    """``(index, char)`` for each character from ``start`` that is not inside a string literal (defaults such as
-    ``sep=", ("`` hold commas and parentheses)."""
-    quote: str | None = None
-    escaped = False
-    for index in range(start, len(text)):
-        char = text[index]
-        if quote is not None:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == quote:
-                quote = None
-            continue
-        if char in "'\"":
-            quote = char
-            continue
-        yield index, char
 
 
 # ------------------------------------------------------------------------------------------ binding

@@ -15,13 +15,13 @@ Two sizes of the same card:
 
 from __future__ import annotations
 
-import itertools
 import json
 import re
 import urllib.parse
 from collections.abc import Iterator
 from typing import Literal
 
+from torchls.core.brackets import balanced, closing_bracket, split_top_level
 from torchls.docinfo import SymbolDoc
 from torchls.kb.schema import Entry, Example, Param
 
@@ -96,48 +96,6 @@ def plain_text(markdown: str) -> str:
 # ------------------------------------------------------------------------------------------- signatures
 
 
-def _top_level_commas(text: str) -> list[int] | None:
-    """Where ``text`` (a parameter list) splits into parameters; None when its brackets or quotes do not balance."""
-    commas, depth, quote, index = [], 0, "", 0
-    while index < len(text):
-        char = text[index]
-        if quote:
-            if char == "\\":
-                index += 1
-            elif char == quote:
-                quote = ""
-        elif char in "'\"":
-            quote = char
-        elif char in "([{":
-            depth += 1
-        elif char in ")]}":
-            depth -= 1
-            if depth < 0:
-                return None
-        elif char == "," and depth == 0:
-            commas.append(index)
-        index += 1
-    return commas if depth == 0 and not quote else None
-
-
-def _closing_paren(text: str, opening: int) -> int | None:
-    depth = 0
-    quote = ""
-    for index in range(opening, len(text)):
-        char = text[index]
-        if quote:
-            quote = "" if char == quote else quote
-        elif char in "'\"":
-            quote = char
-        elif char == "(":
-            depth += 1
-        elif char == ")":
-            depth -= 1
-            if depth == 0:
-                return index
-    return None
-
-
 def _param_name(param: str) -> str:
     return re.split(r"[:=\s]", param.strip().lstrip("*"), maxsplit=1)[0]
 
@@ -147,15 +105,13 @@ def public_parameters(signature: str) -> str:
     ``torch.save(obj, f)``), still valid Python: a bare ``*`` or ``/`` left with nothing to mark goes too. The
     text is kept as it is when its parameter list cannot be split with certainty."""
     opening = signature.find("(")
-    closing = _closing_paren(signature, opening) if opening >= 0 else None
-    if closing is None:
+    closing = closing_bracket(signature, opening) if opening >= 0 else -1
+    if closing < 0:
         return signature
     inside = signature[opening + 1 : closing]
-    commas = _top_level_commas(inside)
-    if commas is None:
+    if not balanced(inside):
         return signature
-    bounds = [-1, *commas, len(inside)]
-    params = [inside[start + 1 : end].strip() for start, end in itertools.pairwise(bounds)]
+    params = [param.strip() for param in split_top_level(inside, ",")]
     params = [param for param in params if param]
     kept = [param for param in params if not _param_name(param).startswith("_") or param in ("*", "/")]
     if len(kept) == len(params):

@@ -1,0 +1,103 @@
+"""Reading signature and annotation text: where a bracket closes and where a separator splits, at the top level.
+
+jedi writes signatures as text (``view(self, *size: _int) -> Tensor``), and so do the knowledge base's entries.
+Their defaults may hold commas, brackets and quotes (``sep=", ("``), so every reader of that text scans it here,
+outside string literals, counting ``()``, ``[]`` and ``{}`` alike.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+_OPENING = "([{"
+_CLOSING = ")]}"
+
+
+def outside_strings(text: str, start: int = 0) -> Iterator[tuple[int, str]]:
+    """``(index, char)`` for each character from ``start`` that is not inside a string literal (escapes count)."""
+    quote: str | None = None
+    escaped = False
+    for index in range(start, len(text)):
+        char = text[index]
+        if quote is not None:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == quote:
+                quote = None
+            continue
+        if char in "'\"":
+            quote = char
+            continue
+        yield index, char
+
+
+def closing_bracket(text: str, open_at: int) -> int:
+    """The index of the bracket that closes the one at ``open_at``; -1 when it does not close."""
+    depth = 0
+    for index, char in outside_strings(text, open_at):
+        if char in _OPENING:
+            depth += 1
+        elif char in _CLOSING:
+            depth -= 1
+            if depth == 0:
+                return index
+    return -1
+
+
+def top_level_index(text: str, wanted: str, start: int = 0) -> int:
+    """The first ``wanted`` at or after ``start`` outside brackets and strings; -1 if none."""
+    depth = 0
+    for index, char in outside_strings(text, start):
+        if char in _OPENING:
+            depth += 1
+        elif char in _CLOSING:
+            depth -= 1
+        elif char == wanted and depth == 0:
+            return index
+    return -1
+
+
+def split_top_level(text: str, separator: str) -> list[str]:
+    """``text`` split at each ``separator`` outside brackets and strings (the pieces as they are, not stripped)."""
+    parts, depth, start = [], 0, 0
+    for index, char in outside_strings(text):
+        if char in _OPENING:
+            depth += 1
+        elif char in _CLOSING:
+            depth -= 1
+        elif char == separator and depth == 0:
+            parts.append(text[start:index])
+            start = index + 1
+    parts.append(text[start:])
+    return parts
+
+
+def balanced(text: str) -> bool:
+    """True when every bracket in ``text`` closes in order and every string literal ends."""
+    depth = 0
+    for _index, char in outside_strings(text):
+        if char in _OPENING:
+            depth += 1
+        elif char in _CLOSING:
+            depth -= 1
+            if depth < 0:
+                return False
+    return depth == 0 and not _string_left_open(text)
+
+
+def _string_left_open(text: str) -> bool:
+    quote: str | None = None
+    escaped = False
+    for char in text:
+        if quote is not None:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == quote:
+                quote = None
+        elif char in "'\"":
+            quote = char
+    return quote is not None
