@@ -11,11 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from torchls import cards
-from torchls.core.text import Position
 from torchls.kb.schema import Entry
 from torchls.runner import DeviceUnavailable, TorchInfo, choose_device
-from torchls.session import Session
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,14 +21,6 @@ class ExampleOffer:
     index: int  # which of its examples
     device: str  # what the action asks the runner for
     label: str  # the action's title, in Chinese
-
-
-async def entry_at(
-    session: Session, uri: str, path: str | None, text: str, version: int | None, position: Position
-) -> Entry | None:
-    """The knowledge-base entry of the torch symbol at ``position``, when it has examples."""
-    entry = await cards.entry_at(session, uri, path, text, version, position)
-    return entry if entry is not None and entry.examples else None
 
 
 def _device_label(requested: str, info: TorchInfo | None) -> tuple[str, str, str]:

@@ -40,17 +40,11 @@ async def actions(ls: TorchLanguageServer, params: types.CodeActionParams) -> li
     session = ls.session
     if session is None or not session.settings.run_example.enable:
         return []
-    if params.context.only and not any(RUN_KIND.startswith(kind) for kind in params.context.only):
+    entry = await ls.entry_for_action(params, RUN_KIND)
+    if entry is None or not entry.examples:
         return []
-    cursor = ls.cursor(params.text_document, params.range.start)
-    if cursor is None:
-        return []
-    from torchls.examples import entry_at, offers
+    from torchls.examples import offers
 
-    document = cursor.document
-    entry = await entry_at(session, document.uri, document.path, document.source, document.version, cursor.position)
-    if entry is None:
-        return []
     interpreter = session.example_interpreter()
     info = session.runner.known(interpreter)
     if info is None:

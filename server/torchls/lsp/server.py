@@ -118,6 +118,20 @@ class TorchLanguageServer(LanguageServer):
             return None
         return Cursor(document, source, source.position_from_units(position.line, position.character, self.encoding))
 
+    async def entry_for_action(self, params: types.CodeActionParams, kind: str) -> Any | None:
+        """The knowledge-base entry of the torch symbol a code action of ``kind`` is asked for (at the start of
+        the range), or None: no session yet, the client asked for other kinds only, no entry there."""
+        session = self.session
+        if session is None or (params.context.only and not any(kind.startswith(k) for k in params.context.only)):
+            return None
+        cursor = self.cursor(params.text_document, params.range.start)
+        if cursor is None:
+            return None
+        from torchls.cards import entry_at
+
+        document = cursor.document
+        return await entry_at(session, document.uri, document.path, document.source, document.version, cursor.position)
+
     def show(self, message: str, kind: types.MessageType = types.MessageType.Warning) -> None:
         """A message in the editor's notification area (and in its log)."""
         self.window_show_message(types.ShowMessageParams(type=kind, message=message))

@@ -32,18 +32,7 @@ def client_runs_card_links(ls: TorchLanguageServer) -> bool:
 
 async def actions(ls: TorchLanguageServer, params: types.CodeActionParams) -> list[types.CodeAction]:
     """The action "查看完整卡片：<name>" on a torch symbol that has a knowledge-base entry."""
-    session = ls.session
-    if session is None:
-        return []
-    if params.context.only and not any(SHOW_CARD_KIND.startswith(kind) for kind in params.context.only):
-        return []
-    cursor = ls.cursor(params.text_document, params.range.start)
-    if cursor is None:
-        return []
-    from torchls.cards import entry_at
-
-    document = cursor.document
-    entry = await entry_at(session, document.uri, document.path, document.source, document.version, cursor.position)
+    entry = await ls.entry_for_action(params, SHOW_CARD_KIND)
     if entry is None:
         return []
     title = f"查看完整卡片：{entry.name}"
