@@ -163,9 +163,10 @@ async def _jedi_hit(
 
 def _guessed_member(session: Session, index, position: Position) -> str | None:
     """``permute`` in ``lse.permute`` when nothing proves what ``lse`` is but only a tensor has that member."""
-    member = index.unproven_member_at(position)
-    if member is None:
+    found = index.unproven_member_at(position)
+    if found is None:
         return None
+    member, receiver_attribute = found
     imported = index.imported_modules()
     resolver = session.resolver
 
@@ -175,15 +176,16 @@ def _guessed_member(session: Session, index, position: Position) -> str | None:
             resolver.submit(resolver.members, qualname, True, background=True)  # known by the next hover
         return listed
 
-    return member if tensor_member_by_name(member, imported, members_of) else None
+    return member if tensor_member_by_name(member, imported, members_of, receiver_attribute) else None
 
 
 async def _guess_hover(session: Session, member: str, span: Span | None, card_links: bool) -> HoverResult | None:
     name = f"{TENSOR}.{member}"
-    note = f"*按成员名推断：代码里看不出这个对象的类型，但只有张量才有 `{member}`，所以这里按 `{name}` 显示。*"
+    note = f"*按成员名推断：代码里看不出这个对象的类型，但 `{member}` 是张量的成员，所以这里按 `{name}` 显示。*"
     entry = session.kb.lookup(name)
-    if entry is None:
-        return None
+    if entry is None:  # torch's own text, when jedi has read it already (the guess never waits for jedi)
+        live = await _live_doc(session, name, wait=False)
+        return HoverResult(render_fallback(name, live, note), span) if live is not None else None
     live = await _live_doc(session, entry.name, wait=False)
     return HoverResult(_card(session, entry, live, note, card_links), span)
 

@@ -51,3 +51,18 @@ def test_classes_to_compare_follow_the_imports():
     assert "numpy.ndarray" in classes_to_compare({"numpy"})
     assert "numpy.ndarray" not in classes_to_compare({"torch"})
     assert classes_to_compare({"jax"}) is None
+
+
+def test_through_a_layers_tensor_even_a_common_member_is_the_tensors():
+    assert not tensor_member_by_name("dtype", {"torch"}, _with("dtype"))  # ``fabric.dtype``: anything has one
+    assert tensor_member_by_name("dtype", {"torch"}, _with("dtype"), "weight")  # m.weight.dtype
+    assert not tensor_member_by_name("shape", {"torch", "numpy"}, members_of, "weight")  # an array's weight?
+    assert not tensor_member_by_name("dtype", {"torch"}, _with("dtype"), "scale")  # not a layer's tensor name
+
+
+def _with(member):
+    def listed(qualname):
+        found = MEMBERS.get(qualname)
+        return (found | {member}) if qualname == "torch.Tensor" and found is not None else found
+
+    return listed

@@ -38,6 +38,10 @@ IMPORTED_OTHERS = {
 # model's ``dtype``, a path's ``name``): the name alone says nothing.
 GENERIC_NAMES = frozenset({"device", "dtype", "data", "name", "names", "layout", "type", "index", "is_cuda"})
 
+# Attributes through which torch layers hold their tensors: ``m.weight.dtype`` or ``conv.bias.data`` is a tensor's
+# even when ``m`` is unknown, and even for a member other classes share.
+PARAMETER_NAMES = frozenset({"weight", "bias", "running_mean", "running_var", "grad"})
+
 # Libraries whose arrays have nearly all of a tensor's members: a member name proves nothing in their files.
 MIRRORING_LIBRARIES = frozenset({"tensorflow", "jax", "cupy", "paddle", "mxnet", "mindspore", "dask", "xarray"})
 
@@ -56,19 +60,26 @@ def classes_to_compare(imported_modules: Iterable[str]) -> tuple[str, ...] | Non
 
 
 def tensor_member_by_name(
-    member: str, imported_modules: Iterable[str], members_of: Callable[[str], Iterable[str] | None]
+    member: str,
+    imported_modules: Iterable[str],
+    members_of: Callable[[str], Iterable[str] | None],
+    receiver_attribute: str | None = None,
 ) -> bool:
-    """True when ``member`` is a tensor's and no other class the file may hold has it.
+    """True when ``member`` is a tensor's and no other class the file may hold has it; through a receiver named
+    like a layer's tensor (``receiver_attribute`` in :data:`PARAMETER_NAMES`), only arrays the file imports count.
 
     ``members_of(qualname)`` lists a class's public members (instances'), or None while they are not known yet:
     then there is no guess, as there is none without the tensor's own list.
     """
-    if member.startswith("_") or member in GENERIC_NAMES:
+    through_parameter = receiver_attribute in PARAMETER_NAMES
+    if member.startswith("_") or (member in GENERIC_NAMES and not through_parameter):
         return False
     others = classes_to_compare(imported_modules)
     tensor = members_of(TENSOR)
     if others is None or tensor is None or member not in tensor:
         return False
+    if through_parameter:
+        others = tuple(q for q in others if q not in ALWAYS_OTHER)  # a parameter is no str, list or module
     for qualname in others:
         listed = members_of(qualname)
         if listed is None or member in listed:

@@ -655,9 +655,11 @@ class ModuleIndex(PartsInference, CallSiteInference):
             return Target("instance", span, value.qualname)
         return Target("reference", span, None)
 
-    def unproven_member_at(self, position: Position) -> str | None:
-        """The member name at ``position`` when it is ``receiver.member`` and the file proves nothing about the
-        receiver (not an import, no value inferred): what :mod:`torchls.core.name_guess` may go by."""
+    def unproven_member_at(self, position: Position) -> tuple[str, str | None] | None:
+        """``(member, receiver's attribute)`` at ``position`` when it is ``receiver.member`` and the file proves
+        nothing about the receiver (not an import, no value inferred): what :mod:`torchls.core.name_guess` may go
+        by. The second is the receiver's own last name when it is an attribute (``weight`` in
+        ``m.weight.dtype``), else None."""
         self.steps = 0
         identifier = self._identifier_at(position)
         node = identifier.node if identifier is not None else None
@@ -665,7 +667,7 @@ class ModuleIndex(PartsInference, CallSiteInference):
             return None
         if self.infer(node.value, identifier, position.line) is not None:  # type: ignore[arg-type]
             return None
-        return node.attr
+        return node.attr, node.value.attr if isinstance(node.value, ast.Attribute) else None
 
     def imported_modules(self) -> frozenset[str]:
         """The top-level modules the file imports (``numpy`` for ``import numpy as np``)."""
