@@ -167,7 +167,7 @@ def _guessed_member(session: Session, index, position: Position) -> str | None:
     if found is None:
         return None
     member, receiver_attribute = found
-    imported = index.imported_modules()
+    imported = index.imported_modules(position)
     resolver = session.resolver
 
     def members_of(qualname: str):

@@ -66,3 +66,10 @@ def _with(member):
         return (found | {member}) if qualname == "torch.Tensor" and found is not None else found
 
     return listed
+
+
+def test_beside_a_library_that_mirrors_tensors_only_in_place_methods_are_guessed():
+    listed = _with("copy_")
+    assert tensor_member_by_name("copy_", {"torch", "jax"}, listed)  # jax arrays have no in-place methods
+    assert not tensor_member_by_name("unsqueeze", {"torch", "jax"}, listed)
+    assert not tensor_member_by_name("copy_", {"torch", "paddle"}, listed)  # Paddle's tensors have them too

@@ -1178,3 +1178,10 @@ def test_attributes_of_a_tensor_hold_other_torch_classes(use, symbol, expected):
     text = f"import torch\nx = torch.randn(2)\n说明 = '设备 🖥️'; print({use})\n"
     found = target(text, use, symbol)
     assert found.kind == "reference" and found.qualname == expected
+
+
+def test_an_import_inside_another_function_is_not_seen_elsewhere():
+    text = "import torch\n\ndef load():\n    import jax\n    return jax\n\ndef use(x):\n    return x.copy_(x)\n"
+    index = ModuleIndex(parse_tolerant(text), SourceText(text))
+    assert "jax" in index.imported_modules(Position(4, 4))
+    assert index.imported_modules(Position(7, 10)) == frozenset({"torch"})

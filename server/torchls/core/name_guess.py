@@ -42,15 +42,19 @@ GENERIC_NAMES = frozenset({"device", "dtype", "data", "name", "names", "layout",
 # even when ``m`` is unknown, and even for a member other classes share.
 PARAMETER_NAMES = frozenset({"weight", "bias", "running_mean", "running_var", "grad"})
 
-# Libraries whose arrays have nearly all of a tensor's members: a member name proves nothing in their files.
-MIRRORING_LIBRARIES = frozenset({"tensorflow", "jax", "cupy", "paddle", "mxnet", "mindspore", "dask", "xarray"})
+# Libraries whose arrays have nearly all of a tensor's members: a member name proves nothing where they are
+# imported, but for an in-place method (``copy_``, ``add_``): theirs are immutable or NumPy-like, without those.
+MIRRORING_LIBRARIES = frozenset({"tensorflow", "jax", "cupy", "mxnet", "mindspore", "dask", "xarray"})
+# ... and Paddle, whose tensors have torch's in-place methods too: nothing is guessed where it is imported.
+MIRRORING_IN_PLACE = frozenset({"paddle"})
 
 
-def classes_to_compare(imported_modules: Iterable[str]) -> tuple[str, ...] | None:
-    """The classes whose members a guess in a file with these imports (top-level module names) must avoid; None
-    when the file imports a library that mirrors tensors (no guess there at all)."""
+def classes_to_compare(imported_modules: Iterable[str], member: str = "") -> tuple[str, ...] | None:
+    """The classes whose members a guess of ``member`` in a file with these imports (top-level module names) must
+    avoid; None when a library the file imports mirrors tensors there (no guess at all)."""
     tops = set(imported_modules)
-    if tops & MIRRORING_LIBRARIES:
+    in_place = member.endswith("_") and not member.startswith("_")
+    if tops & MIRRORING_IN_PLACE or (tops & MIRRORING_LIBRARIES and not in_place):
         return None
     others = list(ALWAYS_OTHER)
     for module, classes in IMPORTED_OTHERS.items():
@@ -74,7 +78,7 @@ def tensor_member_by_name(
     through_parameter = receiver_attribute in PARAMETER_NAMES
     if member.startswith("_") or (member in GENERIC_NAMES and not through_parameter):
         return False
-    others = classes_to_compare(imported_modules)
+    others = classes_to_compare(imported_modules, member)
     tensor = members_of(TENSOR)
     if others is None or tensor is None or member not in tensor:
         return False

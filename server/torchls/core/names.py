@@ -142,6 +142,7 @@ class ModuleIndex(PartsInference, CallSiteInference):
         self._project_results: dict[str, str | None] = {}
         self.imports: dict[str, str] = {}
         self.project_imports: dict[str, str] = {}  # names relative imports bind -> their absolute qualified names
+        self._imported_modules: dict[ast.AST, set[str]] = defaultdict(set)  # top-level modules imported, by scope
         self.classes: dict[str, _ClassInfo] = {}
         self._bindings: dict[ast.AST, dict[str, list[_Binding]]] = defaultdict(lambda: defaultdict(list))
         self._identifiers: dict[int, list[_Identifier]] = defaultdict(list)
@@ -483,6 +484,7 @@ class ModuleIndex(PartsInference, CallSiteInference):
     def _register_import(self, local: str, qualname: str, scope: ast.AST, lineno: int) -> None:
         if scope is self.tree or local not in self.imports:
             self.imports[local] = qualname
+        self._imported_modules[scope].add(qualname.split(".", 1)[0])
         self._bindings[scope][local].append(_Binding(lineno - 1, None, imported=True))
 
     def _record_dotted(self, dotted: str, node: ast.AST, line_text: str, lineno: int, col_offset: int) -> None:
@@ -669,9 +671,11 @@ class ModuleIndex(PartsInference, CallSiteInference):
             return None
         return node.attr, node.value.attr if isinstance(node.value, ast.Attribute) else None
 
-    def imported_modules(self) -> frozenset[str]:
-        """The top-level modules the file imports (``numpy`` for ``import numpy as np``)."""
-        return frozenset(qualname.split(".", 1)[0] for qualname in self.imports.values())
+    def imported_modules(self, position: Position | None = None) -> frozenset[str]:
+        """The top-level modules the file imports (``numpy`` for ``import numpy as np``): at module level and,
+        with ``position``, in the functions enclosing it (an import inside another function is not seen there)."""
+        scopes = self._scope_chain(self._scope_at(position.line)[0]) if position is not None else self._imported_modules
+        return frozenset(module for scope in scopes for module in self._imported_modules.get(scope, ()))
 
     def torch_uses(self) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
         """The torch names the file calls, the torch classes it instantiates (capitalised callees) and the torch
