@@ -212,6 +212,7 @@ def _stub_file(cls: type) -> str | None:
     """The stub in ``torch/_C`` that may declare a class of torch's (``torch/_C/__init__.pyi`` for
     ``torch.device`` and ``torch._C.TensorBase``, ``_distributed.pyi`` for ``torch._C._distributed.Shard``)."""
     module = getattr(cls, "__module__", "")
+    module = {"torch.distributed.distributed_c10d": "torch._C._distributed_c10d"}.get(module, module)  # re-homed C type
     if module in ("torch", "torch._C"):
         return "__init__"
     if module.startswith("torch._C."):
