@@ -44,8 +44,8 @@ COLD_WAIT_SECONDS = 0.8
 # milliseconds; seconds on some chains); later, its answer is kept for the next hover at the same place.
 WARM_WAIT_SECONDS = 1.0
 # Before jedi has read the document (the first request parses the whole file: most of a second for a long one),
-# a hover waits this long at most.
-UNPARSED_WAIT_SECONDS = 0.25
+# a hover does not wait for it: it answers from the file, and jedi's answer, computed meanwhile, serves the next
+# hover there.
 
 
 class JediNotReady(Exception):
@@ -137,9 +137,9 @@ async def _jedi_hit(
 ) -> JediHit | None:
     """jedi's answer at ``position``: asked once per place and document version, kept for the next hover there.
 
-    A hover does not wait when ``wait`` is False (there is an answer from the file already); otherwise at most
-    :data:`WARM_WAIT_SECONDS`, :data:`UNPARSED_WAIT_SECONDS` while jedi has not read the document yet (the first
-    request pays for the whole file), :data:`COLD_WAIT_SECONDS` while jedi warms up."""
+    A hover does not wait when ``wait`` is False (there is an answer from the file already) or while jedi has not
+    read the document yet (the first request pays for the whole file); otherwise at most :data:`WARM_WAIT_SECONDS`
+    (:data:`COLD_WAIT_SECONDS` while jedi warms up)."""
     resolver = session.resolver
     where = span.start if span is not None else position
     key = (uri, version, where.line, where.column)
@@ -148,11 +148,9 @@ async def _jedi_hit(
     if future is None:
         future = resolver.submit(resolver.resolve_at, text, path, position.line, position.column)
         session.remember_jedi_hover(key, future)
-    if not future.done() and not wait:
+    if not future.done() and (not wait or not parsed):
         return None
     limit = WARM_WAIT_SECONDS if resolver.warm.is_set() else COLD_WAIT_SECONDS
-    if not parsed:
-        limit = min(limit, UNPARSED_WAIT_SECONDS)
     try:
         return await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(future)), limit)
     except TimeoutError as timeout:

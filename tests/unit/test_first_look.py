@@ -109,3 +109,29 @@ def test_a_module_level_binding_hides_the_import():
     index, _ = partial_index(text, 4)
     target = index.target_at(Position(4, text.splitlines()[4].index("relu")))
     assert target is not None and target.qualname is None
+
+
+def test_a_class_keeps_only_its_init_and_the_method_around_the_cursor():
+    from torchls.core.first_look import _block_around, _class_members_kept
+
+    lines = SOURCE.splitlines()
+    position = _at(SOURCE, "前向", "self.fc")
+    start, end = _block_around(lines, position.line)
+    kept = [
+        lines[n]
+        for first, last in _class_members_kept(lines, start, end, position.line)
+        for n in range(first, last + 1)
+    ]
+    assert any("def __init__" in line for line in kept) and any("def forward" in line for line in kept)
+    text = SOURCE.replace(
+        "    def forward(self, x):", "    def other(self):\n        return 1\n\n    def forward(self, x):"
+    )
+    lines = text.splitlines()
+    position = _at(text, "前向", "self.fc")
+    start, end = _block_around(lines, position.line)
+    kept = [
+        lines[n]
+        for first, last in _class_members_kept(lines, start, end, position.line)
+        for n in range(first, last + 1)
+    ]
+    assert not any("def other" in line for line in kept)
