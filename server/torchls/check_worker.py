@@ -11,6 +11,7 @@ it dies; a check that was running then has no findings, and the next edit checks
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import multiprocessing
 import os
@@ -28,6 +29,7 @@ if TYPE_CHECKING:  # the rules are imported in the worker only (~0.1 s the serve
 
 log = logging.getLogger(__name__)
 _PARENT_CHECK_SECONDS = 0.5
+_CHECK_NICENESS = 5
 
 _checkers: dict[tuple[tuple[str, ...], tuple[str, ...]], Checker] = {}  # in the worker: one per rule selection
 
@@ -37,6 +39,10 @@ def _start_worker() -> None:
     printed there goes to stderr (the editor's log) instead; and it ends when the server does."""
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     sys.stdout = sys.stderr
+    # On a machine with few cores, a check of a long file just opened (CPU-bound for up to a second) would take
+    # a core from the hover or completion the user is waiting for: it gives way to them.
+    with contextlib.suppress(OSError, AttributeError):  # AttributeError: no os.nice on Windows
+        os.nice(_CHECK_NICENESS)
     threading.Thread(target=_end_with, args=(os.getppid(),), name="torchls-parent-watch", daemon=True).start()
 
 
