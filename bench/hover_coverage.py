@@ -57,7 +57,7 @@ from harness import (
     wait_for_warm_up,
 )
 
-_ORACLE_VERSION = 8  # bump when the way references are found changes: the cached ones are then found again
+_ORACLE_VERSION = 9  # bump when the way references are found changes: the cached ones are then found again
 _TITLE = re.compile(r"\*\*(torch[\w.]*)\*\* (·|—)")
 _REQUEST_TIMEOUT_SECONDS = 60.0
 OUTCOMES = ("chinese", "english", "other API", "nothing", "error")
@@ -82,6 +82,7 @@ class Tally:
     examples: dict[tuple[str, str], str] = field(default_factory=dict)
     latencies: list[float] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    every_miss: list[dict] = field(default_factory=list)
 
 
 # ------------------------------------------------------------------------------------------------- the oracle
@@ -174,7 +175,11 @@ class Oracle:
                 owners = self._torch_values(script.infer(*receiver))
                 if not owners:
                     owners = {self.public(c) for n in named if (c := _defining_class(n))}
-                members = {self.public(f"{owner}.{attr}") for owner in owners if _has_member(owner, attr)}
+                members = {
+                    self.public(f"{owner}.{attr}")
+                    for owner in owners
+                    if _has_member(owner, attr) or self.kb.lookup(f"{owner}.{attr}") is not None
+                }
                 if members:
                     return frozenset(members)
             inferred = script.infer(*where)
@@ -386,6 +391,10 @@ async def hover_all(server: str, files: dict[Path, list[Reference]], workspace: 
             tally.outcomes[outcome] += 1
             tally.by_kind[ref.found_by][outcome] += 1
             if outcome != "chinese":
+                tally.every_miss.append(
+                    {"file": str(path), "line": ref.line + 1, "found_by": ref.found_by, "outcome": outcome}
+                    | {"expected": ref.expected, "shown": shown, "text": ref.text}
+                )
                 miss = (outcome, ref.expected)
                 tally.misses[miss] += 1
                 shown = f"  [shown: {shown}]" if outcome == "other API" else ""
@@ -430,6 +439,7 @@ def main() -> int:
     )
     parser.add_argument("--misses", type=int, default=25, help="how many of the most frequent misses to list")
     parser.add_argument("--paths", nargs="*", type=Path, help="hover these files or folders instead of the corpus")
+    parser.add_argument("--dump", type=Path, help="write every miss to this JSON file")
     args = parser.parse_args()
     if args.paths:
         return run(sorted({f.resolve() for p in args.paths for f in ([p] if p.is_file() else p.rglob("*.py"))}), args)
@@ -454,6 +464,8 @@ def run(files: list[Path], args: argparse.Namespace) -> int:
     SERVERS.setdefault("torchls-script", [str(Path(sys.executable).with_name("torchls"))])
     tally = asyncio.run(hover_all(server, references, root))
     report(tally, args.misses)
+    if args.dump:
+        args.dump.write_text(json.dumps(tally.every_miss, ensure_ascii=False, indent=1), encoding="utf-8")
     return 0
 
 

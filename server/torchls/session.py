@@ -240,16 +240,14 @@ class Session:
         return _IndexedDocument(version, text, cached.index, cached.blanked_lines, lines)
 
     def prepare_jedi(self, document: _IndexedDocument, text: str, path: str | None) -> None:
-        """jedi's background work for a document just opened, in the order hovers need it: the English docs of
-        the torch names it uses that the knowledge base lacks (a hover on one waits for jedi otherwise, and a
-        parse of the whole file, most of a second, may be running), then the document itself."""
+        """jedi's background work for a document just opened and indexed: the English docs of the torch names it
+        uses that the knowledge base lacks, so that a hover on one finds them cached."""
         if "torch" not in text:
             return
         resolver = self.resolver
         for qualname in sorted(document.index.torch_names()):
             if self.kb.lookup(qualname) is None and resolver.cached_doc(qualname) is None:
                 resolver.submit(resolver.describe, qualname, background=True)
-        resolver.submit(resolver.preparse, text, path, background=True)
 
     def forget(self, uri: str) -> None:
         self._documents.pop(uri, None)

@@ -16,8 +16,15 @@ def register(server: TorchLanguageServer) -> None:
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: TorchLanguageServer, params: types.DidOpenTextDocumentParams) -> None:
         ls.active_uri = params.text_document.uri
-        # Checked and indexed now; once indexed, jedi reads what the file will need from it (diagnostics._index).
         diagnostics.schedule(ls, params.text_document.uri, 0)
+        if ls.session is not None and "torch" in params.text_document.text:
+            # jedi parses it in the background now: its first answer in this file comes sooner (a hover does not
+            # wait for this parse; see hover._jedi_hit). Once indexed, the docs it will need follow.
+            document = ls.opened(params.text_document.uri)
+            if document is not None:
+                ls.session.resolver.submit(
+                    ls.session.resolver.preparse, document.source, document.path, background=True
+                )
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: TorchLanguageServer, params: types.DidChangeTextDocumentParams) -> None:
