@@ -43,6 +43,9 @@ COLD_WAIT_SECONDS = 0.8
 # Once jedi has parsed the document, a hover waits at most this long for its inference (usually tens of
 # milliseconds; seconds on some chains); later, its answer is kept for the next hover at the same place.
 WARM_WAIT_SECONDS = 1.0
+# A file this short (about 500 lines) is indexed whole for its first hover (under 10 ms); a longer one answers from
+# a partial index of the block around the cursor until the full one is built in the background (core/first_look.py).
+FULL_INDEX_AT_ONCE_CHARS = 20_000
 # Before jedi has read the document (the first request parses the whole file: most of a second for a long one),
 # a hover does not wait for it: it answers from the file, and jedi's answer, computed meanwhile, serves the next
 # hover there.
@@ -92,9 +95,11 @@ async def hover(
     """The hover card at ``position`` (code points), or None when torchls has nothing to add. ``card_links``: the
     client runs the compact card's link to the full card (see :mod:`torchls.lsp.show_card`)."""
     document = session.indexed(uri, text, version)
+    if document is None and len(text) <= FULL_INDEX_AT_ONCE_CHARS:
+        document = session.index(uri, text, version)  # a short file: its whole index costs a few ms
     if document is not None:
         index, blanked = document.index, document.blanked_lines
-    else:  # just opened: the full index is built soon after, meanwhile the block around the cursor answers
+    else:  # a long file just opened: its index is built soon after, meanwhile the block around the cursor answers
         index, blanked = partial_index(text, position.line)
     target = index.target_at(position)
     if target is None and position.line not in blanked:
