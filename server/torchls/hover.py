@@ -100,7 +100,10 @@ async def hover(
     if document is not None:
         index, blanked = document.index, document.blanked_lines
     else:  # a long file just opened: its index is built soon after, meanwhile the block around the cursor answers
-        index, blanked = partial_index(text, position.line)
+        index, blanked = partial_index(text, position.line, with_init=False)  # enough for what the imports name
+        target = index.target_at(position)
+        if (target is None or target.qualname is None) and _after_self(document_line(text, position.line), position):
+            index, blanked = partial_index(text, position.line)  # ``self.fc``: what __init__ binds decides
     target = index.target_at(position)
     if target is None and position.line not in blanked:
         return None  # whitespace, a string, a comment, a keyword: nothing to look up
@@ -128,6 +131,17 @@ async def hover(
     if entry is None:
         return HoverResult(render_fallback(public, hit.doc, heading), span)
     return HoverResult(_card(session, entry, hit.doc, heading, card_links), span)
+
+
+def document_line(text: str, line: int) -> str:
+    lines = text.splitlines()
+    return lines[line] if 0 <= line < len(lines) else ""
+
+
+def _after_self(line_text: str, position: Position) -> bool:
+    """True when ``self.`` comes before the cursor on its line: the receiver may be an attribute ``__init__``
+    binds."""
+    return "self." in line_text[: position.column]
 
 
 async def _jedi_hit(

@@ -124,8 +124,17 @@ async def test_in_a_numpy_file_only_members_arrays_lack_are_guessed(client: Lang
     assert _title(masked) == "torch.Tensor.masked_fill"
 
 
-async def test_hovers_right_after_opening_answer_from_the_block_around_them(client: LanguageClient):
-    text = MODEL.replace("标注器", "模型二")
+async def test_a_short_file_is_indexed_whole_for_its_first_hover(client: LanguageClient):
+    text = MODEL.replace("标注器", "模型一")
+    uri = (client.root / "short.py").as_uri()
+    await open_document(client, uri, text)
+    # No pause: the loader's batch is proven at once, from main's call three functions away.
+    assert _title(await hover(client, uri, utf16_position(text, "批次", "to(device)"))) == "torch.Tensor.to"
+
+
+async def test_hovers_right_after_opening_a_long_file_answer_from_the_block_around_them(client: LanguageClient):
+    padding = "".join(f"# 长文件的注释第 {n} 行 🧾，让文件超过一次建全索引的长度。\n" for n in range(800))
+    text = padding + MODEL.replace("标注器", "模型二")
     uri = (client.root / "just_opened.py").as_uri()
     await open_document(client, uri, text)
     # No pause: the full index is built later; the block around each place answers now.
