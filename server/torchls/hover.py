@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
-from torchls.core.first_look import partial_index
 from torchls.core.name_guess import IMPORTED_OTHERS, TENSOR, tensor_member_by_name
 from torchls.core.names import Target
 from torchls.core.text import Position, Span
@@ -100,10 +99,11 @@ async def hover(
     if document is not None:
         index, blanked = document.index, document.blanked_lines
     else:  # a long file just opened: its index is built soon after, meanwhile the block around the cursor answers
-        index, blanked = partial_index(text, position.line, with_init=False)  # enough for what the imports name
-        target = index.target_at(position)
+        index, blanked = session.partial_index(uri, text, version, position.line, with_init=False)
+        target = index.target_at(position)  # enough for what the imports name
         if (target is None or target.qualname is None) and _after_self(document_line(text, position.line), position):
-            index, blanked = partial_index(text, position.line)  # ``self.fc``: what __init__ binds decides
+            # ``self.fc``: what __init__ binds decides
+            index, blanked = session.partial_index(uri, text, version, position.line, with_init=True)
     target = index.target_at(position)
     if target is None and position.line not in blanked:
         return None  # whitespace, a string, a comment, a keyword: nothing to look up

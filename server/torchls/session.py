@@ -35,6 +35,7 @@ from torchls.settings import Settings
 log = logging.getLogger(__name__)
 _MAX_REPORTED_KB_ERRORS = 5
 _JEDI_HOVERS_KEPT = 512
+_PARTIAL_INDEXES_KEPT = 8
 
 
 def _indentation(line: str) -> str:
@@ -73,6 +74,7 @@ class Session:
         self._indexing_lock = threading.Lock()
         # jedi's answer for each hovered place, by (uri, version, line, column): asked once, served to later hovers.
         self.jedi_hovers: OrderedDict[tuple, Future] = OrderedDict()
+        self._partial_indexes: OrderedDict[tuple, tuple] = OrderedDict()  # see partial_index
         self.completion_lists: dict[tuple, list] = {}  # built completion lists; they depend on the knowledge base
         self.prefetched: set[str] = set()  # documents whose torch classes' members were asked of jedi
         self.project = ProjectModules()  # what the project's other modules export, read as the fast path needs it
@@ -168,6 +170,19 @@ class Session:
         return {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "information"}[severity]
 
     # ------------------------------------------------------------------------------------ documents
+
+    def partial_index(self, uri: str, text: str, version: int | None, line: int, with_init: bool) -> tuple:
+        """A partial index of the block around ``line`` (core/first_look.py), kept for the next hovers in the same
+        block of the same version while the full index is not built yet."""
+        from torchls.core.first_look import kept_lines, partial_index
+
+        key = (uri, version, hash(text), kept_lines(text, line, with_init))
+        found = self._partial_indexes.get(key)
+        if found is None:
+            found = self._partial_indexes[key] = partial_index(text, line, with_init)
+            while len(self._partial_indexes) > _PARTIAL_INDEXES_KEPT:
+                self._partial_indexes.popitem(last=False)
+        return found
 
     def remember_jedi_hover(self, key: tuple, future: Future) -> None:
         self.jedi_hovers[key] = future

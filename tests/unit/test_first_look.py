@@ -135,3 +135,29 @@ def test_a_class_keeps_only_its_init_and_the_method_around_the_cursor():
         for n in range(first, last + 1)
     ]
     assert not any("def other" in line for line in kept)
+
+
+def test_a_class_header_keeps_a_body_to_parse():
+    position = _at(SOURCE, "class 块(nn.Module)", "Module")
+    index, blanked = partial_index(SOURCE, position.line, with_init=False)
+    assert not blanked and index.target_at(position).qualname == "torch.nn.Module"
+
+
+def test_hovers_in_two_methods_of_one_class_do_not_share_a_partial_index():
+    """The session keeps partial indexes by the lines they hold: another method of the same class needs its own."""
+    from torchls.session import Session
+
+    text = SOURCE.replace(
+        "    def forward(self, x):", "    def other(self, y):\n        return F.gelu(y)\n\n    def forward(self, x):"
+    )
+    session = Session()
+    try:
+        for marker, symbol, expected in (
+            ("return F.gelu", "gelu", "torch.nn.functional.gelu"),
+            ("return F.relu", "relu", "torch.nn.functional.relu"),
+        ):
+            position = _at(text, marker, symbol)
+            index, _ = session.partial_index("file:///t.py", text, 1, position.line, with_init=False)
+            assert index.target_at(position).qualname == expected
+    finally:
+        session.close()

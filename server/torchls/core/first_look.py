@@ -23,13 +23,21 @@ _COMPOUND = ("if ", "for ", "while ", "with ", "try:", "else:", "elif ", "except
 _CLOSERS = (")", "]", "}")
 
 
-def partial_index(text: str, line: int) -> tuple[ModuleIndex, frozenset[int]]:
+def kept_lines(text: str, line: int, with_init: bool = True) -> tuple[tuple[int, int], ...]:
+    """The line ranges of the block around ``line`` that :func:`partial_index` keeps: hovers for which they are
+    the same share one partial index."""
+    lines = text.splitlines()
+    start, end = _block_around(lines, line)
+    return tuple(_class_members_kept(lines, start, end, line, with_init))
+
+
+def partial_index(text: str, line: int, with_init: bool = True) -> tuple[ModuleIndex, frozenset[int]]:
     """A :class:`ModuleIndex` of the part of ``text`` that decides what code at ``line`` (0-based) sees, and the
     lines that did not parse (see :func:`~torchls.core.parsing.parse_tolerant`)."""
     lines = text.splitlines()
     start, end = _block_around(lines, line)
     block = [""] * (end - start + 1)
-    for first, last in _class_members_kept(lines, start, end, line):
+    for first, last in _class_members_kept(lines, start, end, line, with_init):
         block[first - start : last - start + 1] = lines[first : last + 1]
     pieces = [(first, lines[first : last + 1]) for first, last in _pieces(_module_statements(lines, start, end))]
     pieces.append((start, block))
@@ -109,10 +117,13 @@ def _block_around(lines: list[str], line: int) -> tuple[int, int]:
     return start, end
 
 
-def _class_members_kept(lines: list[str], start: int, end: int, line: int) -> list[tuple[int, int]]:
+def _class_members_kept(
+    lines: list[str], start: int, end: int, line: int, with_init: bool = True
+) -> list[tuple[int, int]]:
     """The line ranges to keep of the block ``start``-``end``: all of it, or for a class only what decides code at
-    ``line``: its header, its one-line statements, ``__init__`` (where ``self.fc = ...`` is bound) and the member
-    around ``line``. Other methods are left out (a big model class has thousands of nodes in them)."""
+    ``line``: its header, its one-line statements, ``__init__`` (where ``self.fc = ...`` is bound; left out when
+    not ``with_init``) and the member around ``line``. Other methods are left out (a big model class has thousands
+    of nodes in them)."""
     header = next((n for n in range(start, end + 1) if lines[n].startswith("class ")), None)
     if header is None:
         return [(start, end)]
@@ -125,8 +136,11 @@ def _class_members_kept(lines: list[str], start: int, end: int, line: int) -> li
             (lines[n].lstrip() for n in range(first, last + 1) if not lines[n].lstrip().startswith("@")), ""
         )
         is_method = definition.startswith(("def ", "async def "))
-        if not is_method or first <= line <= last or definition.startswith(("def __init__", "async def __init__")):
+        is_init = definition.startswith(("def __init__", "async def __init__"))
+        if not is_method or first <= line <= last or (with_init and is_init):
             kept.append((first, last))
+    if len(kept) == 1:
+        kept.append(members[0])  # a class needs a body: the cursor is on its header
     return kept
 
 
