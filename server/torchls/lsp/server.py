@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
-import sys
 import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -152,10 +151,6 @@ def create_server() -> TorchLanguageServer:
     )
 
     serialize_ast_parsing()  # the event loop and the jedi thread both parse Python
-    # The indexing thread runs pure Python for tens of milliseconds at a time (the walk of a long file): with the
-    # default 5 ms switch interval, each time a request's handler wants the GIL back it waits up to 5 ms, several
-    # times per request. 1 ms keeps a hover in a file just opened near its own cost.
-    sys.setswitchinterval(0.001)
 
     server = TorchLanguageServer()
     for feature in (lifecycle, documents, hover, code_actions, completion, signature_help, run_example, show_card):
