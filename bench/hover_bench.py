@@ -103,13 +103,16 @@ async def run_server(
     )
     client, result.initialize_ms = await start_server(name, capabilities, workspace)
     if just_opened:
-        return await _hover_just_opened(client, result, files, just_opened)
-    first = True
+        result.warm_up_s = await wait_for_warm_up(client.progress, timeout=300)  # type: ignore[attr-defined]
+    first = not just_opened  # the first hover after start-up, before the warm-up ends, is reported on its own
     for path in files:
         text = path.read_text(encoding="utf-8")
         uri = path.as_uri()
+        positions = _spread(torch_positions(text, tensor_method_names()), just_opened) if just_opened else None
+        if positions == []:
+            continue
         client.text_document_did_open(types.DidOpenTextDocumentParams(types.TextDocumentItem(uri, "python", 1, text)))
-        for line, character in torch_positions(text, methods):
+        for line, character in positions if positions is not None else torch_positions(text, methods):
             began = time.perf_counter()
             hover = await client.text_document_hover_async(
                 types.HoverParams(types.TextDocumentIdentifier(uri), types.Position(line, character))
@@ -128,31 +131,10 @@ async def run_server(
     return result
 
 
-async def _hover_just_opened(client: LanguageClient, result: Result, files: list[Path], count: int) -> Result:
-    """After the warm-up: open each file and hover ``count`` of its references right away (see the docstring)."""
-    result.warm_up_s = await wait_for_warm_up(client.progress, timeout=300)  # type: ignore[attr-defined]
-    methods = tensor_method_names()
-    for path in files:
-        text = path.read_text(encoding="utf-8")
-        uri = path.as_uri()
-        positions = torch_positions(text, methods)
-        if not positions:
-            continue
-        step = max(1, len(positions) // count)
-        chosen = positions[step // 2 :: step][:count]
-        client.text_document_did_open(types.DidOpenTextDocumentParams(types.TextDocumentItem(uri, "python", 1, text)))
-        for line, character in chosen:
-            began = time.perf_counter()
-            hover = await client.text_document_hover_async(
-                types.HoverParams(types.TextDocumentIdentifier(uri), types.Position(line, character))
-            )
-            result.warm_ms.append((time.perf_counter() - began) * 1000)
-            result.total += 1
-            result.answered += hover is not None
-        client.text_document_did_close(types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(uri)))
-    result.rss_server_mb, result.rss_children_mb = peak_memory_mb(client)
-    await stop_server(client)
-    return result
+def _spread(positions: list[tuple[int, int]], count: int) -> list[tuple[int, int]]:
+    """``count`` of the positions, spread over the file (for ``--just-opened``)."""
+    step = max(1, len(positions) // count)
+    return positions[step // 2 :: step][:count]
 
 
 async def _start_and_initialize(command: list[str]) -> float:

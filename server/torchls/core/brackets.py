@@ -13,24 +13,35 @@ _OPENING = "([{"
 _CLOSING = ")]}"
 
 
+class _Scan:
+    """The characters of ``text`` from ``start`` that are outside string literals (escapes count); once iterated,
+    ``quote`` says whether a string was left open."""
+
+    def __init__(self, text: str, start: int = 0) -> None:
+        self.text, self.start = text, start
+        self.quote: str | None = None
+
+    def __iter__(self) -> Iterator[tuple[int, str]]:
+        escaped = False
+        for index in range(self.start, len(self.text)):
+            char = self.text[index]
+            if self.quote is not None:
+                if escaped:
+                    escaped = False
+                elif char == "\\":
+                    escaped = True
+                elif char == self.quote:
+                    self.quote = None
+                continue
+            if char in "'\"":
+                self.quote = char
+                continue
+            yield index, char
+
+
 def outside_strings(text: str, start: int = 0) -> Iterator[tuple[int, str]]:
     """``(index, char)`` for each character from ``start`` that is not inside a string literal (escapes count)."""
-    quote: str | None = None
-    escaped = False
-    for index in range(start, len(text)):
-        char = text[index]
-        if quote is not None:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == quote:
-                quote = None
-            continue
-        if char in "'\"":
-            quote = char
-            continue
-        yield index, char
+    return iter(_Scan(text, start))
 
 
 def closing_bracket(text: str, open_at: int) -> int:
@@ -77,27 +88,12 @@ def split_top_level(text: str, separator: str) -> list[str]:
 def balanced(text: str) -> bool:
     """True when every bracket in ``text`` closes in order and every string literal ends."""
     depth = 0
-    for _index, char in outside_strings(text):
+    scan = _Scan(text)
+    for _index, char in scan:
         if char in _OPENING:
             depth += 1
         elif char in _CLOSING:
             depth -= 1
             if depth < 0:
                 return False
-    return depth == 0 and not _string_left_open(text)
-
-
-def _string_left_open(text: str) -> bool:
-    quote: str | None = None
-    escaped = False
-    for char in text:
-        if quote is not None:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == quote:
-                quote = None
-        elif char in "'\"":
-            quote = char
-    return quote is not None
+    return depth == 0 and scan.quote is None

@@ -25,7 +25,6 @@ from torchls.core import facts
 from torchls.core.call_sites import CallSiteInference
 from torchls.core.parsing import ParsedSource
 from torchls.core.parts import (
-    MAX_DEPTH,
     TENSOR,
     PartsInference,
     Value,
@@ -816,15 +815,7 @@ class ModuleIndex(PartsInference, CallSiteInference):
 
     def infer(self, expr: ast.expr, where: _Identifier, line: int, depth: int = 0) -> Value | None:
         """The torch class of the value of ``expr`` at ``line``, when the file proves it; else None."""
-        if depth > MAX_DEPTH or not self.step():
-            return None
-        key = ("value", expr, line, where.scope, where.klass)
-        if key in self.memo:
-            return self.memo[key]
-        found = self._infer(expr, where, line, depth)
-        if found is not None:  # proven whatever was cut short elsewhere: every combination needs all its parts
-            self.memo[key] = found
-        return found
+        return self.memoised("value", self._infer, expr, where, line, depth)
 
     def _infer(self, expr: ast.expr, where: _Identifier, line: int, depth: int) -> Value | None:
         if isinstance(expr, ast.Name):

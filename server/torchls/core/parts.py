@@ -188,13 +188,19 @@ class PartsInference:
 
     def parts(self, expr: ast.expr, where: _Identifier, line: int, depth: int = 0) -> Parts | None:
         """The structure of the value of ``expr`` at ``line``."""
+        return self.memoised("parts", self._parts, expr, where, line, depth)
+
+    def memoised(self, kind: str, compute: Any, expr: ast.expr, where: _Identifier, line: int, depth: int) -> Any:
+        """``compute(expr, where, line, depth)``, remembered by question. Only what was proven is kept: a None may
+        come from a cycle or a limit met on the way, and is asked again next time (a proof never rests on one:
+        every combination needs all its parts)."""
         if depth > MAX_DEPTH or not self.step():
             return None
-        key = ("parts", expr, line, where.scope, where.klass)
+        key = (kind, expr, line, where.scope, where.klass)
         if key in self.memo:
             return self.memo[key]
-        found = self._parts(expr, where, line, depth)
-        if found is not None:  # a None may come from a cycle or a limit met on the way: asked again next time
+        found = compute(expr, where, line, depth)
+        if found is not None:
             self.memo[key] = found
         return found
 
