@@ -82,9 +82,7 @@ async def test_a_card_that_exists_is_reached(client: LanguageClient, marker, sym
     assert f"**{title}** ·" in card and "暂无中文条目" not in card
 
 
-@pytest.mark.parametrize(
-    ("marker", "symbol"), [("保存", "save"), ("张量类", "Tensor"), ("设备", "device(")]
-)
+@pytest.mark.parametrize(("marker", "symbol"), [("保存", "save"), ("张量类", "Tensor"), ("设备", "device(")])
 async def test_no_parameter_without_chinese_text_and_no_private_one(client: LanguageClient, marker, symbol):
     card = await _card(client, marker, symbol)
     assert "暂无中文说明" not in card
