@@ -20,7 +20,7 @@ from typing import Any
 from torchls.core import layers, shapes
 from torchls.core.facts import DTYPE_METHODS
 from torchls.core.rules.base import CallInfo, Context, Rule
-from torchls.core.statements import assigned_names, self_attributes_assigned
+from torchls.core.statements import assigned_names, self_attributes_assigned, target_names
 from torchls.core.values import (
     ACCELERATOR,
     CPU,
@@ -42,6 +42,7 @@ from torchls.core.values import (
     Value,
     merge,
     normalize_dtype,
+    parse_device,
 )
 
 log = logging.getLogger(__name__)
@@ -158,7 +159,7 @@ TRACKED_CLASSES = (
 )
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)  # identity: one per class statement
 class ClassInfo:
     """A class defined in the file: its torch base, what ``__init__`` assigns to ``self``, what ``forward`` returns."""
 
@@ -167,6 +168,10 @@ class ClassInfo:
     attributes: dict[str, Value] = field(default_factory=dict)
     unstable: set[str] = field(default_factory=set)  # assigned outside __init__ or more than once
     forward_return: Value = None
+    bases: tuple[ClassInfo, ...] = ()  # the file's own classes this one derives from, nearest first
+    class_attributes: dict[str, Value] = field(default_factory=dict)  # assigned in the class body
+    fields: tuple[str, ...] | None = None  # a dataclass's fields, in order (None: not a dataclass)
+    methods: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -176,8 +181,37 @@ class ClassInfo:
     def is_module(self) -> bool:
         return bool(self.torch_base and self.torch_base.startswith("torch.nn."))
 
+    def chain(self) -> list[ClassInfo]:
+        """This class, then the file's classes it derives from (depth first, each once)."""
+        seen: list[ClassInfo] = []
+        stack = [self]
+        while stack:
+            klass = stack.pop(0)
+            if klass not in seen:
+                seen.append(klass)
+                stack.extend(klass.bases)
+        return seen
+
+    def is_unstable(self, name: str) -> bool:
+        return any(name in klass.unstable for klass in self.chain())
+
     def attribute(self, name: str) -> Value:
-        return None if name in self.unstable else self.attributes.get(name)
+        """What ``__init__`` (this class's or an inherited one) assigns to ``self.name`` for any arguments."""
+        if self.is_unstable(name):
+            return None
+        for klass in self.chain():
+            if name in klass.attributes:
+                return klass.attributes[name]
+        for klass in self.chain():
+            if name in klass.class_attributes:
+                return klass.class_attributes[name]
+        return None
+
+    def method(self, name: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+        for klass in self.chain():
+            if name in klass.methods:
+                return klass.methods[name]
+        return None
 
 
 def _literal(value: Value) -> Any:
@@ -212,20 +246,6 @@ def _dims(values: Sequence[Value]) -> list[int | None] | None:
     return [_int(v) for v in values]
 
 
-def parse_device(value: Value) -> str | None:
-    if isinstance(value, DeviceValue):
-        return value.kind
-    literal = _literal(value)
-    if isinstance(literal, str):
-        if literal.startswith("cuda"):
-            return CUDA
-        if literal == "cpu":
-            return CPU
-        if literal == "mps":
-            return "mps"
-    return None
-
-
 class Interpreter:
     def __init__(self, ctx: Context, dispatch: dict[type[ast.AST], list[Rule]]) -> None:
         self.ctx = ctx
@@ -247,6 +267,7 @@ class Interpreter:
             ast.IfExp: self._ifexp,
             ast.NamedExpr: self._namedexpr,
             ast.JoinedStr: self._joinedstr,
+            ast.Compare: self._compare,
         }
         self._stmt_table: dict[type[ast.AST], Callable[[Any, Env], None]] = {
             ast.Assign: self._assign,
@@ -266,8 +287,17 @@ class Interpreter:
             ast.ClassDef: self._class,
         }
         self._returns: list[Value] | None = None
-        self._quiet_depth = 0  # > 0 while re-evaluating a forward for one call's arguments
-        self._forward_cache: dict[tuple, Value] = {}
+        # Calls of the file's own functions and methods: see :meth:`_call_function`.
+        self.functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
+        self._defaults: dict[ast.AST, dict[str, Value]] = {}
+        self._generic_returns: dict[ast.AST, Value] = {}
+        self._specialised: dict[tuple, Value] = {}
+        self._instances: dict[tuple, dict[str, Value]] = {}
+        self._active: list[ast.AST] = []  # the functions being evaluated for a call, innermost last
+        self._budget = _SPECIALISATION_BUDGET
+        self._attribute_sink: dict[str, Value] | None = None  # where `self.x = ...` in __init__ goes
+        self._depth = 0  # how many specialised evaluations are running, one inside the other
+        self._unroll_budget = _UNROLL_BUDGET
 
     @staticmethod
     def _discard(_value: Value) -> None:
@@ -281,6 +311,11 @@ class Interpreter:
             for target in assigned_names(stmt):
                 counts[target] = counts.get(target, 0) + 1
         self.stable_globals = {name for name, count in counts.items() if count == 1}
+        self.functions = {
+            stmt.name: stmt
+            for stmt in tree.body
+            if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef) and stmt.name in self.stable_globals
+        }
         text = self.ctx.source.text
         self.default_device_changed = "set_default_device" in text or "set_default_tensor_type" in text
         self.ctx.file_facts["classes"] = self.classes
@@ -326,13 +361,23 @@ class Interpreter:
         return value
 
     def _generic(self, node: ast.AST, env: Env) -> Value:
-        if isinstance(node, ast.Lambda | ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp):
+        if isinstance(node, ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp):
             inner = dict(env)
-            for name in assigned_names(node):
-                inner[name] = None
-            if isinstance(node, ast.Lambda):
-                for arg in node.args.args:
-                    inner[arg.arg] = None
+            for generator in node.generators:
+                # `[model(x) for x, _ in loader]`: the loop variables are what iterating gives, as in a for loop
+                iterable = self.expr(generator.iter, inner)
+                for name in _comprehension_names(generator):
+                    inner[name] = None
+                self.bind(generator.target, self._iteration(iterable, generator.iter), inner)
+                for condition in generator.ifs:
+                    self.expr(condition, inner)
+            for part in (node.key, node.value) if isinstance(node, ast.DictComp) else (node.elt,):
+                self.expr(part, inner)
+            return None
+        if isinstance(node, ast.Lambda):
+            inner = dict(env)
+            for arg in node.args.args:
+                inner[arg.arg] = None
             for child in ast.iter_child_nodes(node):
                 self._walk_child(child, inner)
             return None
@@ -395,11 +440,36 @@ class Interpreter:
 
     def _for(self, node: ast.For | ast.AsyncFor, env: Env) -> None:
         iterable = self.expr(node.iter, env)
+        items = self._unrolled_items(iterable, node)
+        if items is not None:
+            # A short loop over a sequence the code spells out runs once per item, in order: its body sees
+            # each item (a stage's width, a layer to append) rather than "one of them".
+            self._unroll_budget -= len(items)
+            for item in items:
+                self.bind(node.target, item, env)
+                self.block(node.body, env)
+            self.block(node.orelse, env)
+            return
         inner = self._loop_env(node, env)
         self.bind(node.target, self._iteration(iterable, node.iter), inner)
         self.block(node.body, inner)
         self.block(node.orelse, inner)
         _merge_into(env, env, inner)
+
+    def _unrolled_items(self, iterable: Value, node: ast.For | ast.AsyncFor) -> tuple[Value, ...] | None:
+        if isinstance(iterable, InstanceValue) and iterable.qualname == "builtins.enumerate":
+            inner = iterable.arg("of")
+            items = inner.items if isinstance(inner, TupleValue) else None
+            items = tuple(TupleValue((Literal(i), v)) for i, v in enumerate(items)) if items is not None else None
+        elif isinstance(iterable, TupleValue):
+            items = iterable.items
+        else:
+            return None
+        if items is None or not 0 < len(items) <= _UNROLL_ITEMS or self._unroll_budget < len(items):
+            return None
+        if _leaves_early(node):
+            return None
+        return items
 
     def _while(self, node: ast.While, env: Env) -> None:
         inner = self._loop_env(node, env)
@@ -449,29 +519,44 @@ class Interpreter:
     def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef, env: Env) -> None:
         for decorator in node.decorator_list:
             self.expr(decorator, env)
-        for default in [*node.args.defaults, *(d for d in node.args.kw_defaults if d is not None)]:
-            self.expr(default, env)
+        self._evaluate_defaults(node, env)
         env[node.name] = None
-        self._evaluate_function(node, self.ctx.klass)
+        self._generic_returns[node] = self._evaluate_function(node, self.ctx.klass)
+
+    def _evaluate_defaults(self, node: ast.FunctionDef | ast.AsyncFunctionDef, env: Env) -> None:
+        """Evaluate default values where the ``def`` stands, and keep them for the calls that leave them out."""
+        arguments = node.args
+        positional = [*arguments.posonlyargs, *arguments.args]
+        defaults: dict[str, Value] = {}
+        with_defaults = positional[len(positional) - len(arguments.defaults) :]
+        for arg, default in zip(with_defaults, arguments.defaults, strict=True):
+            defaults[arg.arg] = self.expr(default, env)
+        for arg, default in zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True):
+            if default is not None:
+                defaults[arg.arg] = self.expr(default, env)
+        self._defaults[node] = defaults
 
     def _evaluate_function(
         self,
         node: ast.FunctionDef | ast.AsyncFunctionDef,
         klass: ClassInfo | None,
         arguments_given: dict[str, Value] | None = None,
+        self_value: Value = None,
     ) -> Value:
         """Evaluate a function body in its own scope; returns the value all its returns agree on.
 
-        ``arguments_given`` evaluates it for one call's argument values (see :meth:`_forward_for`).
+        ``arguments_given`` evaluates it for one call's argument values, ``self_value`` for one instance (see
+        :meth:`_call_function`).
         """
         inner: Env = {}
         arguments = [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]
         for index, arg in enumerate(arguments):
             inner[arg.arg] = self._annotation(arg.annotation) if arg.annotation is not None else None
-            if index == 0 and klass is not None and arg.arg == "self" and klass.torch_base:
-                inner["self"] = ModuleValue(klass.torch_base, user_class=klass.name)
+            if index == 0 and klass is not None and arg.arg == "self" and (self_value is not None or klass.torch_base):
+                inner["self"] = self_value or ModuleValue(klass.torch_base or "", user_class=klass.name)
             elif arguments_given is not None and arg.arg in arguments_given:
-                inner[arg.arg] = arguments_given[arg.arg]
+                given = arguments_given[arg.arg]
+                inner[arg.arg] = given if given is not None else inner[arg.arg]
         for arg in (node.args.vararg, node.args.kwarg):
             if arg is not None:
                 inner[arg.arg] = None
@@ -486,16 +571,22 @@ class Interpreter:
             self.ctx.function, self.ctx.klass, self._returns, self.ctx.grad_enabled = saved
         if not returns:
             return None
-        first = returns[0]
-        return first if all(r == first for r in returns[1:]) else None
+        result = returns[0]
+        for other in returns[1:]:
+            result = merge(result, other)
+        return result
 
     def _class(self, node: ast.ClassDef, env: Env) -> None:
         for expr in [*node.bases, *node.decorator_list, *(k.value for k in node.keywords)]:
             self.expr(expr, env)
         info = ClassInfo(node, self._torch_base(node))
+        info.bases = tuple(
+            self.classes[base.id] for base in node.bases if isinstance(base, ast.Name) and base.id in self.classes
+        )
         self.classes[node.name] = info
         env[node.name] = None
         methods = [s for s in node.body if isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef)]
+        info.methods = {method.name: method for method in methods}
         for method in methods:
             if method.name != "__init__":
                 info.unstable.update(self_attributes_assigned(method))
@@ -503,12 +594,22 @@ class Interpreter:
         for statement in node.body:
             if not isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef):
                 self.stmt(statement, class_env)
+        assigned = [target for statement in node.body for target in assigned_names(statement)]
+        info.class_attributes = {
+            name: value for name, value in class_env.items() if assigned.count(name) == 1 and value is not None
+        }
+        if any(_is_dataclass_decorator(d, self.ctx) for d in node.decorator_list):
+            info.fields = tuple(
+                s.target.id for s in node.body if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)
+            )
         # __init__ first: the other methods read what it assigns to self.
         ordered = sorted(methods, key=lambda m: m.name != "__init__")
         for method in ordered:
             for decorator in method.decorator_list:
                 self.expr(decorator, env)
+            self._evaluate_defaults(method, env)
             returned = self._evaluate_function(method, info)
+            self._generic_returns[method] = returned
             if method.name == "forward":
                 info.forward_return = returned
             self._visit_rules(method)
@@ -546,9 +647,10 @@ class Interpreter:
                 and self.ctx.function is not None
                 and self.ctx.function.name == "__init__"
             ):
-                if target.attr in klass.attributes:
+                sink = self._attribute_sink if self._attribute_sink is not None else klass.attributes
+                if target.attr in sink:
                     klass.unstable.add(target.attr)
-                klass.attributes[target.attr] = value
+                sink[target.attr] = value
             self._visit_rules(target)
         elif isinstance(target, ast.Starred):
             self.bind(target.value, None, env)
@@ -587,17 +689,26 @@ class Interpreter:
         return Literal(node.value)
 
     def _sequence(self, node: ast.Tuple | ast.List, env: Env) -> Value:
-        items = [self.expr(element, env) for element in node.elts]
-        if any(isinstance(e, ast.Starred) for e in node.elts):
-            return None
-        return TupleValue(tuple(items))
+        items: list[Value] = []
+        known = True
+        for element in node.elts:
+            if isinstance(element, ast.Starred):
+                spliced = self.expr(element.value, env)
+                if isinstance(spliced, TupleValue):
+                    items.extend(spliced.items)  # [*layers, head]: the parts of a known sequence
+                else:
+                    known = False
+            else:
+                items.append(self.expr(element, env))
+        return TupleValue(tuple(items)) if known else None
 
     def _ifexp(self, node: ast.IfExp, env: Env) -> Value:
         self.expr(node.test, env)
         body, orelse = self.expr(node.body, env), self.expr(node.orelse, env)
         devices = {parse_device(body), parse_device(orelse)}
         if CUDA in devices and len(devices) == 2 and None not in devices:
-            return DeviceValue(ACCELERATOR)  # "cuda" if torch.cuda.is_available() else "cpu"
+            # "cuda" if torch.cuda.is_available() else "cpu" (or "mps", or "meta" in code that must run anywhere)
+            return DeviceValue(ACCELERATOR)
         return merge(body, orelse)
 
     def _joinedstr(self, node: ast.JoinedStr, env: Env) -> Value:
@@ -620,6 +731,25 @@ class Interpreter:
         if isinstance(operand, TensorValue) and isinstance(node.op, ast.USub | ast.UAdd | ast.Invert):
             return operand.with_(provenance=None, origin=None, is_leaf=False)
         return None
+
+    def _compare(self, node: ast.Compare, env: Env) -> Value:
+        """``tokens != 0``, ``a < b``: a bool tensor of the broadcast shape when a tensor takes part."""
+        operands = [self.expr(node.left, env), *(self.expr(c, env) for c in node.comparators)]
+        if len(operands) != 2 or not isinstance(node.ops[0], ast.Eq | ast.NotEq | ast.Lt | ast.LtE | ast.Gt | ast.GtE):
+            return None
+        tensors = [v for v in operands if isinstance(v, TensorValue)]
+        if not tensors:
+            return None
+        if len(tensors) == 2:
+            shape, _ = shapes.broadcast(tensors[0].shape, tensors[1].shape)
+        elif isinstance(operands[0] if tensors[0] is operands[1] else operands[1], Literal):
+            shape = tensors[0].shape
+        else:
+            return TensorValue(dtype="torch.bool", is_leaf=False)
+        devices = {t.device for t in tensors}
+        return TensorValue(
+            shape=shape, dtype="torch.bool", device=devices.pop() if len(devices) == 1 else None, is_leaf=False
+        )
 
     def _subscript(self, node: ast.Subscript, env: Env) -> Value:
         container = self.expr(node.value, env)
@@ -647,14 +777,16 @@ class Interpreter:
         qualname = self.ctx.qualify(node)
         if qualname is not None:
             return Literal(normalize_dtype(qualname)) if qualname in DTYPE_NAMES else None
-        if isinstance(node.value, ast.Name) and node.value.id == "self" and self.ctx.klass is not None:
-            self.expr(node.value, env)
-            return self.ctx.klass.attribute(node.attr)
         base = self.expr(node.value, env)
         if isinstance(base, TensorValue):
             return self._tensor_attribute(base, node.attr, node)
-        if isinstance(base, ModuleValue) and base.user_class in self.classes:
-            return self.classes[base.user_class].attribute(node.attr)
+        if isinstance(base, TupleValue) and len(base.items) == 2 and node.attr in ("values", "indices"):
+            return base.items[node.attr == "indices"]  # x.max(dim=1).values: torch's (values, indices) result
+        owner = self._user_class_of(base)
+        if owner is not None:
+            return self._member(owner, base, node.attr)
+        if isinstance(node.value, ast.Name) and node.value.id == "self" and self.ctx.klass is not None:
+            return self.ctx.klass.attribute(node.attr)
         return None
 
     def _tensor_attribute(self, tensor: TensorValue, attr: str, node: ast.AST) -> Value:
@@ -690,6 +822,8 @@ class Interpreter:
         return self._arithmetic(left, right, node.op, node)
 
     def _arithmetic(self, left: Value, right: Value, op: ast.operator, node: ast.AST) -> Value:
+        if isinstance(op, ast.Add) and isinstance(left, TupleValue) and isinstance(right, TupleValue):
+            return TupleValue(left.items + right.items)  # layers + [head], layers += stage(...)
         if isinstance(left, Literal) and isinstance(right, Literal):
             try:
                 return Literal(_PY_OPS[type(op)](left.value, right.value))
@@ -739,53 +873,157 @@ class Interpreter:
         if problem:
             self.ctx.file_facts.setdefault("problems", {})[node] = (kind, problem)
 
-    def _forward_for(self, klass: ClassInfo, info: CallInfo) -> Value:
-        """What ``forward`` returns for this call's argument values, when they say more than nothing.
+    # ------------------------------------------------------------------------------------------ the file's own code
 
-        The body is evaluated again for these values, so a model called with ``torch.randn(64, 8)`` returns
-        ``(64, 1)`` rather than ``(..., 1)``. Only the shape rules run during this second look: what they prove holds
-        for this call, and each finding points back at the call site. The values of the first evaluation are kept
-        for everything else. Cached per class and argument values; nested calls deeper than three levels stop.
-        """
-        forward = next((s for s in klass.node.body if isinstance(s, ast.FunctionDef) and s.name == "forward"), None)
-        if forward is None or info.starred or self._quiet_depth >= 3:
-            return klass.forward_return
-        names = [a.arg for a in [*forward.args.posonlyargs, *forward.args.args]][1:]
-        given = dict(zip(names, info.args, strict=False))
-        given.update((k, v) for k, v in info.kwargs.items() if k in names)
-        if not any(isinstance(v, TensorValue) and v.shape is not None for v in given.values()):
-            return klass.forward_return
-        key = (klass.name, tuple(sorted(given.items(), key=lambda item: item[0])))
-        if key in self._forward_cache:
-            return self._forward_cache[key]
-        saved = (self.dispatch, self.ctx.values, self.ctx.calls, self.ctx.call_site)
-        self.dispatch = self._shape_dispatch()
-        self.ctx.values, self.ctx.calls = dict(self.ctx.values), dict(self.ctx.calls)
-        if self.ctx.call_site is None:
-            shapes_given = "、".join(
-                f"`{name}` 的形状是 {shapes.fmt(value.shape)}"
-                for name, value in given.items()
-                if isinstance(value, TensorValue) and value.shape is not None
-            )
-            self.ctx.call_site = Origin(info.node, f"以这次调用的输入推算：{shapes_given}")
-        self._quiet_depth += 1
+    def _user_class_of(self, value: Value) -> ClassInfo | None:
+        """The file's class that ``value`` is an instance of (a model, a dataset, any class of the file)."""
+        if isinstance(value, ModuleValue) and value.user_class is not None:
+            return self.classes.get(value.user_class)
+        if isinstance(value, InstanceValue) and isinstance(value.arg("class"), str):
+            return self.classes.get(value.arg("class"))
+        return None
+
+    @staticmethod
+    def _instance_arguments(value: Value) -> tuple[tuple[str, Value], ...]:
+        """The constructor arguments an instance of the file's class was made with (those known)."""
+        if isinstance(value, ModuleValue) and value.user_class is not None:
+            return value.args
+        if isinstance(value, InstanceValue):
+            return value.arg("init", ())
+        return ()
+
+    def _member(self, klass: ClassInfo, owner: Value, name: str) -> Value:
+        """``owner.name`` for an instance of the file's class: what its ``__init__`` made of its arguments."""
+        if klass.is_unstable(name):
+            return None
+        arguments = self._instance_arguments(owner)
+        if arguments and klass.fields is not None:
+            fields = dict(arguments)
+            if name in fields:
+                return fields[name]
+        elif arguments:
+            attributes = self._instance_attributes(klass, owner, arguments)
+            if attributes is not None and name in attributes:
+                return attributes[name]
+        return klass.attribute(name)
+
+    def _instance_attributes(
+        self, klass: ClassInfo, owner: Value, arguments: tuple[tuple[str, Value], ...]
+    ) -> dict[str, Value] | None:
+        """What ``__init__`` assigns to ``self`` for these constructor arguments (evaluated once per arguments)."""
+        key = (klass.name, arguments)
         try:
-            returned = self._evaluate_function(forward, klass, given)
-        except Exception:  # a modelling gap in a second look must not cost the first
-            returned = klass.forward_return
-        finally:
-            self.dispatch, self.ctx.values, self.ctx.calls, self.ctx.call_site = saved
-            self._quiet_depth -= 1
-        self._forward_cache[key] = returned
+            cached = self._instances.get(key)
+        except TypeError:  # a value that cannot be a key: evaluate nothing rather than guess
+            return None
+        if cached is not None:
+            return cached
+        init = klass.method("__init__")
+        if init is None:
+            return None
+        attributes: dict[str, Value] = {}
+        self._instances[key] = attributes  # a class that builds another of itself sees what is there so far
+        if isinstance(owner, ModuleValue):
+            owner = ModuleValue(owner.qualname, owner.args, owner.children, owner.user_class, None, owner.origin)
+        self._specialise(init, self._defining_class(klass, "__init__"), dict(arguments), owner, None, attributes)
+        return attributes
+
+    def _defining_class(self, klass: ClassInfo, method: str) -> ClassInfo:
+        return next((k for k in klass.chain() if method in k.methods), klass)
+
+    def _bind_arguments(
+        self, function: ast.FunctionDef | ast.AsyncFunctionDef, info: CallInfo, skip_first: bool
+    ) -> dict[str, Value] | None:
+        """Parameter -> the value this call gives it (or its default); None when the call's shape is not known."""
+        if info.starred or any(keyword.arg is None for keyword in info.node.keywords):
+            return None  # f(*args) or f(**options): which parameter gets what is not known
+        arguments = function.args
+        positional = [a.arg for a in [*arguments.posonlyargs, *arguments.args]]
+        if skip_first:
+            positional = positional[1:]
+        keyword_only = [a.arg for a in arguments.kwonlyargs]
+        if len(info.args) > len(positional) and arguments.vararg is None:
+            return None  # more arguments than parameters: not a call of this function as we read it
+        defaults = self._defaults.get(function, {})
+        given: dict[str, Value] = dict(zip(positional, info.args, strict=False))
+        for name, value in info.kwargs.items():
+            if name in positional or name in keyword_only:
+                given[name] = value
+            elif arguments.kwarg is None:
+                return None
+        for name in [*positional, *keyword_only]:
+            if name not in given:
+                given[name] = defaults.get(name)
+        return given
+
+    def _call_function(
+        self,
+        function: ast.FunctionDef | ast.AsyncFunctionDef,
+        klass: ClassInfo | None,
+        info: CallInfo,
+        self_value: Value = None,
+    ) -> Value:
+        """The value a call of the file's own function or method returns, evaluated for the call's arguments.
+
+        The body was evaluated once where it is defined, with unknown parameters; a call that knows something
+        about its arguments (or an instance built with known constructor arguments) evaluates it again with
+        them, so a helper's softmax, a block's sizes or a CPU tensor passed down reach the rules. Every rule
+        runs during that evaluation, and its findings point back at the call (:attr:`Context.call_site`).
+        Bounded: memoised per arguments, at most :data:`_MAX_DEPTH` calls deep, no recursion, and a budget of
+        evaluations per file; past those, the call returns what the body returns for unknown parameters.
+        """
+        method = klass is not None and not any(
+            isinstance(d, ast.Name) and d.id == "staticmethod" for d in function.decorator_list
+        )
+        generic = self._generic_returns.get(function)
+        given = self._bind_arguments(function, info, skip_first=method)
+        if given is None:
+            return generic
+        if not any(v is not None for v in given.values()) and not self._instance_arguments(self_value):
+            return generic  # the call says nothing the first evaluation did not know
+        key = (function, self_value, tuple(given.items()))
+        try:
+            if key in self._specialised:
+                return self._specialised[key]
+        except TypeError:
+            return generic
+        returned = self._specialise(function, klass, given, self_value, info.node, self._attribute_sink_for(function))
+        self._specialised[key] = returned
         return returned
 
-    def _shape_dispatch(self) -> dict[type[ast.AST], list[Rule]]:
-        """The selected shape rules (TL1xx) only: what a specialised ``forward`` may report."""
-        return {
-            kind: [rule for rule in rules if rule.code.startswith("TL1")]
-            for kind, rules in self.dispatch.items()
-            if any(rule.code.startswith("TL1") for rule in rules)
-        }
+    def _attribute_sink_for(self, function: ast.AST) -> dict[str, Value] | None:
+        """``super().__init__(...)`` of an instance being built assigns into that instance; nothing else does."""
+        return self._attribute_sink if getattr(function, "name", None) == "__init__" else None
+
+    def _specialise(
+        self,
+        function: ast.FunctionDef | ast.AsyncFunctionDef,
+        klass: ClassInfo | None,
+        given: dict[str, Value],
+        self_value: Value,
+        call: ast.AST | None,
+        sink: dict[str, Value] | None,
+    ) -> Value:
+        generic = self._generic_returns.get(function)
+        if self._depth >= _MAX_DEPTH or function in self._active or self._budget <= 0:
+            return generic
+        self._budget -= 1
+        saved = (self.ctx.values, self.ctx.calls, self.ctx.call_site, self._attribute_sink)
+        self.ctx.values, self.ctx.calls = _Overlay(self.ctx.values), _Overlay(self.ctx.calls)
+        self._attribute_sink = sink
+        if self.ctx.call_site is None and call is not None:
+            self.ctx.call_site = Origin(call, _call_site_description(given))
+        self._depth += 1
+        self._active.append(function)
+        try:
+            return self._evaluate_function(function, klass, given, self_value)
+        except Exception:  # a modelling gap in a second look must not cost the first
+            log.debug("could not evaluate %s for a call", function.name, exc_info=True)
+            return generic
+        finally:
+            self._active.pop()
+            self._depth -= 1
+            self.ctx.values, self.ctx.calls, self.ctx.call_site, self._attribute_sink = saved
 
     # ------------------------------------------------------------------------------------------ calls
 
@@ -807,9 +1045,13 @@ class Interpreter:
                     info.module = callee
         for arg in node.args:
             if isinstance(arg, ast.Starred):
-                self.expr(arg.value, env)
-                info.starred = True
-                info.args.append(None)
+                spliced = self.expr(arg.value, env)
+                if isinstance(spliced, TupleValue) and not info.starred:
+                    info.args.extend(spliced.items)  # f(*layers) with a known sequence: its parts, in order
+                    info.spliced = True
+                else:
+                    info.starred = True
+                    info.args.append(None)
             else:
                 info.args.append(self.expr(arg, env))
         for keyword in node.keywords:
@@ -856,24 +1098,78 @@ class Interpreter:
             if isinstance(receiver, ModuleValue):
                 return self._module_method(receiver, info, env)
             if isinstance(receiver, InstanceValue):
-                return None
+                return self._user_method(receiver, info)
+            if isinstance(receiver, TupleValue) and info.method in ("append", "extend"):
+                self._grow_list(receiver, info, env)
             return None
         if info.module is not None:
             return self._apply_module(info.module, info)
         if isinstance(node.func, ast.Name) and node.func.id == "enumerate" and "enumerate" not in env and info.args:
             return InstanceValue("builtins.enumerate", (("of", info.args[0]),), Origin(node.args[0], "enumerate"))
-        if isinstance(node.func, ast.Name) and node.func.id in self.classes:
-            klass = self.classes[node.func.id]
-            if klass.is_module:
-                return ModuleValue(
-                    klass.torch_base or "torch.nn.Module",
-                    user_class=klass.name,
-                    origin=Origin(node, f"在这里创建了 `{klass.name}`"),
-                )
-            if klass.torch_base and klass.torch_base.startswith("torch.utils.data."):
-                moves = _moves_to_device(klass.node)
-                return InstanceValue("dataset", (("on_cpu", not moves),), Origin(node, f"在这里创建了 `{klass.name}`"))
+        if isinstance(node.func, ast.Name) and self._is_global(node.func.id, env):
+            name = node.func.id
+            if name in self.classes:
+                return self._construct(self.classes[name], info)
+            if name in self.functions:
+                return self._call_function(self.functions[name], None, info)
+            if name in _BUILTINS and name not in self.module_env:
+                return _BUILTINS[name](info.args)
+            if name in ("iter", "next") and name not in self.module_env and len(info.args) == 1:
+                # next(iter(loader)): one item of what iterating gives (iter() alone changes nothing we track)
+                only = info.args[0]
+                return only if name == "iter" else self._iteration(only, node.args[0])
+        if _is_super_init(node.func) and self.ctx.klass is not None and self._attribute_sink is not None:
+            # super().__init__(...) while an instance is built: the base's __init__ assigns into the same instance
+            base = next((k for k in self.ctx.klass.chain()[1:] if "__init__" in k.methods), None)
+            if base is not None:
+                return self._call_function(base.methods["__init__"], base, info, env.get("self"))
         return None
+
+    def _grow_list(self, items: TupleValue, info: CallInfo, env: Env) -> None:
+        """``layers.append(block)``: the name now holds one more known item (unknown when the argument is)."""
+        func = info.node.func
+        if not isinstance(func, ast.Attribute) or not isinstance(func.value, ast.Name) or len(info.args) != 1:
+            return
+        added = info.args[0]
+        if info.method == "append":
+            grown: Value = TupleValue((*items.items, added))
+        else:
+            grown = TupleValue(items.items + added.items) if isinstance(added, TupleValue) else None
+        env[func.value.id] = grown
+
+    @staticmethod
+    def _bind_fields(klass: ClassInfo, info: CallInfo) -> dict[str, Value] | None:
+        """A dataclass's generated ``__init__``: fields in order, each given or its class-body default."""
+        fields = klass.fields or ()
+        if info.starred or len(info.args) > len(fields) or any(k.arg is None for k in info.node.keywords):
+            return None
+        bound = dict(zip(fields, info.args, strict=False))
+        bound.update((k, v) for k, v in info.kwargs.items() if k in fields)
+        for name in fields:
+            bound.setdefault(name, klass.class_attributes.get(name))
+        return bound
+
+    def _is_global(self, name: str, env: Env) -> bool:
+        """``name`` means the module-level binding here: not shadowed by a local of the same name."""
+        if self.ctx.function is None:  # module level (in any branch): a name bound once there is that binding
+            return name in self.stable_globals or env is self.module_env
+        return name not in env
+
+    def _construct(self, klass: ClassInfo, info: CallInfo) -> Value:
+        """An instance of the file's class, carrying the constructor arguments the call gives (those known)."""
+        init = klass.method("__init__")
+        if klass.fields is not None and init is None:
+            bound = self._bind_fields(klass, info)
+        else:
+            bound = self._bind_arguments(init, info, skip_first=True) if init is not None else None
+        arguments = tuple(bound.items()) if bound and any(v is not None for v in bound.values()) else ()
+        origin = Origin(info.node, f"在这里创建了 `{klass.name}`")
+        if klass.is_module:
+            return ModuleValue(klass.torch_base or "torch.nn.Module", arguments, user_class=klass.name, origin=origin)
+        facts: list[tuple[str, Any]] = [("class", klass.name), ("init", arguments)]
+        if klass.torch_base and klass.torch_base.startswith("torch.utils.data."):
+            return InstanceValue("dataset", (("on_cpu", not _moves_to_device(klass.node)), *facts), origin)
+        return InstanceValue("user", tuple(facts), origin)
 
     # ---- torch functions and classes
 
@@ -904,6 +1200,8 @@ class Interpreter:
             if short == "TensorDataset":
                 on_cpu = all(isinstance(v, TensorValue) and v.device == CPU for v in info.args) and bool(info.args)
                 args.append(("on_cpu", on_cpu))
+                if not info.starred:
+                    args.append(("tensors", TupleValue(tuple(info.args))))
             return InstanceValue(qualname, tuple(args), Origin(node, f"在这里创建了 `{short}`"))
         if qualname in ("tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "tqdm.std.tqdm") and info.args:
             # tqdm(loader) iterates what loader does
@@ -1065,13 +1363,13 @@ class Interpreter:
         node = info.node
         if short == "Sequential":
             children = tuple(v if isinstance(v, ModuleValue) else None for v in info.args)
-            if node.keywords or any(isinstance(a, ast.Starred) for a in node.args):
+            if node.keywords or info.starred:
                 children = ()
             return ModuleValue(qualname, children=children, origin=Origin(node, "在这里定义了 `Sequential`"))
         names = LAYER_PARAMETERS.get(short, ())
         args: list[tuple[str, Any]] = []
         for index, value in enumerate(info.args):
-            if index < len(names) and not any(isinstance(a, ast.Starred) for a in node.args[: index + 1]):
+            if index < len(names) and not info.starred:
                 args.append((names[index], _literal(value) if not isinstance(value, ModuleValue) else value))
         for key, value in info.kwargs.items():
             args.append((key, _literal(value)))
@@ -1355,13 +1653,24 @@ class Interpreter:
             return InstanceValue("torch.nn.Module." + method)
         if method == "forward":
             return self._apply_module(module, CallInfo(info.node, args=info.args, kwargs=info.kwargs))
-        return None
+        return self._user_method(module, info)
+
+    def _user_method(self, receiver: Value, info: CallInfo) -> Value:
+        """``obj.method(...)`` where ``obj`` is an instance of the file's class: the method, for this call."""
+        klass = self._user_class_of(receiver)
+        function = klass.method(info.method) if klass is not None and info.method else None
+        if function is None:
+            return None
+        return self._call_function(function, self._defining_class(klass, info.method), info, receiver)
 
     def _apply_module(self, module: ModuleValue, info: CallInfo) -> Value:
         """The value of calling a layer (or a user model) on the call's arguments."""
         if module.user_class is not None:
             klass = self.classes.get(module.user_class)
-            returned = self._forward_for(klass, info) if klass is not None else None
+            forward = klass.method("forward") if klass is not None else None
+            returned = None
+            if forward is not None:
+                returned = self._call_function(forward, self._defining_class(klass, "forward"), info, module)
             if isinstance(returned, TensorValue):
                 # A moved model computes on its device, unless its own code moves tensors around.
                 device = module.device if klass is not None and not _moves_to_device(klass.node) else None
@@ -1405,6 +1714,44 @@ class Interpreter:
 
     # ---- iteration
 
+    def _dataset_sample(self, dataset: Value, node: ast.AST) -> Value:
+        """One item of a dataset: a TensorDataset's rows, or what a Dataset class's ``__getitem__`` returns."""
+        if not isinstance(dataset, InstanceValue):
+            return None
+        tensors = dataset.arg("tensors")
+        if isinstance(tensors, TupleValue):
+            rows = [
+                TensorValue(shape=t.shape[1:], dtype=t.dtype, device=t.device, origin=t.origin)
+                if isinstance(t, TensorValue) and t.shape
+                else TensorValue(dtype=t.dtype, device=t.device)
+                if isinstance(t, TensorValue)
+                else None
+                for t in tensors.items
+            ]
+            return TupleValue(tuple(rows))
+        klass = self._user_class_of(dataset)
+        if klass is None or klass.method("__getitem__") is None:
+            return None
+        call = ast.Call(func=ast.Name(id="__getitem__"), args=[], keywords=[])
+        ast.copy_location(call, node)
+        return self._user_method(dataset, CallInfo(call, method="__getitem__", args=[None]))
+
+    def _loader_batch(self, loader: InstanceValue, dataset: Value, node: ast.AST) -> Value:
+        """A batch of a DataLoader with the default collate: the samples' structure with a batch dim in front."""
+        sample = self._dataset_sample(dataset, node)
+        if sample is None:
+            return None
+        size = loader.arg("batch_size", Literal(1))  # DataLoader's default batch_size is 1
+        if isinstance(size, Literal) and size.value is None:
+            return sample  # batch_size=None: no batching, samples as they are
+        batch = _int(size)
+        if batch is not None and batch != 1 and _literal(loader.arg("drop_last")) is not True:
+            batch = None  # the last batch may be shorter
+        on_cpu = (
+            isinstance(dataset, InstanceValue) and dataset.arg("on_cpu") is True and not self.default_device_changed
+        )
+        return _collated(sample, batch, Origin(node, "这个 batch 来自 DataLoader，在 CPU 上") if on_cpu else None)
+
     def _iteration(self, iterable: Value, node: ast.expr) -> Value:
         """What each item of ``for ... in iterable`` is, when known."""
         if isinstance(iterable, InstanceValue) and iterable.qualname in ("builtins.enumerate", "progress"):
@@ -1415,6 +1762,10 @@ class Interpreter:
             return TupleValue((None, inner)) if inner is not None else None
         if isinstance(iterable, InstanceValue):
             dataset = iterable.arg("dataset")
+            if iterable.qualname.endswith("DataLoader") and iterable.arg("collate_fn") is None:
+                batch = self._loader_batch(iterable, dataset, node)
+                if batch is not None:
+                    return batch
             if (
                 iterable.qualname.endswith("DataLoader")
                 and iterable.arg("collate_fn") is None
@@ -1436,6 +1787,150 @@ class Interpreter:
         if isinstance(iterable, TensorValue) and iterable.shape:
             return TensorValue(shape=iterable.shape[1:], dtype=iterable.dtype, device=iterable.device, is_leaf=False)
         return None
+
+
+_UNROLL_ITEMS = 8  # loops over at most this many known items run item by item
+_UNROLL_BUDGET = 2000  # iterations run that way, per file
+_MAX_DEPTH = 4  # calls of the file's own functions followed one inside the other
+_SPECIALISATION_BUDGET = 400  # evaluations of a body for one call's arguments, per file
+
+
+class _Overlay(dict):
+    """The values of one specialised evaluation: written here, read through to the evaluation around it."""
+
+    __slots__ = ("below",)
+
+    def __init__(self, below: dict) -> None:
+        super().__init__()
+        self.below = below
+
+    def __missing__(self, key: Any) -> Any:
+        return self.below[key]
+
+    def __contains__(self, key: object) -> bool:
+        return dict.__contains__(self, key) or key in self.below
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        if dict.__contains__(self, key):
+            return dict.__getitem__(self, key)
+        return self.below.get(key, default)
+
+
+def _call_site_description(given: dict[str, Value]) -> str:
+    shapes_given = "、".join(
+        f"`{name}` 的形状是 {shapes.fmt(value.shape)}"
+        for name, value in given.items()
+        if isinstance(value, TensorValue) and value.shape is not None
+    )
+    return f"以这次调用的输入推算：{shapes_given}" if shapes_given else "以这次调用传入的参数推算"
+
+
+def _comprehension_names(generator: ast.comprehension) -> set[str]:
+    names: set[str] = set()
+    target_names(generator.target, names)
+    return names
+
+
+def _is_dataclass_decorator(decorator: ast.expr, ctx: Context) -> bool:
+    target = decorator.func if isinstance(decorator, ast.Call) else decorator
+    qualname = ctx.qualify(target) or (target.id if isinstance(target, ast.Name) else "")
+    return qualname in ("dataclasses.dataclass", "dataclass")
+
+
+def _leaves_early(loop: ast.For | ast.AsyncFor) -> bool:
+    """The loop body may skip the rest of an iteration or the loop (break, continue, return, raise, yield)."""
+    for node in ast.walk(loop):
+        if isinstance(node, ast.Break | ast.Continue | ast.Return | ast.Raise | ast.Yield | ast.YieldFrom | ast.Try):
+            return True
+    return False
+
+
+def _is_super_init(func: ast.expr) -> bool:
+    return (
+        isinstance(func, ast.Attribute)
+        and func.attr == "__init__"
+        and isinstance(func.value, ast.Call)
+        and isinstance(func.value.func, ast.Name)
+        and func.value.func.id == "super"
+    )
+
+
+def _length(args: list[Value]) -> Value:
+    if len(args) != 1:
+        return None
+    only = args[0]
+    if isinstance(only, TupleValue):
+        return Literal(len(only.items))
+    if isinstance(only, TensorValue) and only.shape and isinstance(only.shape[0], int):
+        return Literal(only.shape[0])
+    if isinstance(only, Literal) and isinstance(only.value, str):
+        return Literal(len(only.value))
+    return None
+
+
+def _number(kind: type) -> Callable[[list[Value]], Value]:
+    def convert(args: list[Value]) -> Value:
+        if len(args) == 1 and isinstance(args[0], Literal) and isinstance(args[0].value, int | float):
+            try:
+                return Literal(kind(args[0].value))
+            except (OverflowError, ValueError):
+                return None
+        return None
+
+    return convert
+
+
+def _extreme(pick: Callable[..., Any]) -> Callable[[list[Value]], Value]:
+    def choose(args: list[Value]) -> Value:
+        items = args[0].items if len(args) == 1 and isinstance(args[0], TupleValue) else args
+        numbers = [_literal(v) for v in items]
+        if len(numbers) >= 1 and all(isinstance(n, int | float) and not isinstance(n, bool) for n in numbers):
+            return Literal(pick(numbers))
+        return None
+
+    return choose
+
+
+def _range(args: list[Value]) -> Value:
+    numbers = [_int(v) for v in args]
+    if not 1 <= len(numbers) <= 3 or any(n is None for n in numbers):
+        return None
+    span = range(*numbers)  # type: ignore[arg-type]
+    return TupleValue(tuple(Literal(i) for i in span)) if len(span) <= _UNROLL_ITEMS else None
+
+
+# Builtins whose result follows from literal arguments: sizes computed as `len(CLASSES)`, `int(d * 1.5)`.
+_BUILTINS: dict[str, Callable[[list[Value]], Value]] = {
+    "len": _length,
+    "int": _number(int),
+    "float": _number(float),
+    "max": _extreme(max),
+    "min": _extreme(min),
+    "range": _range,
+}
+
+
+def _collated(sample: Value, batch: int | None, on_cpu: Origin | None) -> Value:
+    """What the default ``collate_fn`` makes of a list of samples like ``sample``: tensors gain a batch dim.
+
+    ``on_cpu``: where the batch was made, when the dataset's samples are known to be on the CPU.
+    """
+    if isinstance(sample, TupleValue):
+        parts = tuple(_collated(item, batch, on_cpu) for item in sample.items)
+        return TupleValue(parts)
+    if isinstance(sample, TensorValue):
+        shape = (batch, *sample.shape) if sample.shape is not None else None
+        return TensorValue(
+            shape=shape,
+            dtype=sample.dtype,
+            device=CPU if on_cpu else sample.device,
+            is_leaf=True,
+            origin=on_cpu or sample.origin,
+        )
+    if isinstance(sample, Literal) and isinstance(sample.value, bool | int | float):
+        dtype = {bool: "torch.bool", int: "torch.int64", float: "torch.float64"}[type(sample.value)]
+        return TensorValue(shape=(batch,), dtype=dtype, device=CPU, is_leaf=True)  # Python numbers become a tensor
+    return None
 
 
 def _nested_shape(value: Value) -> tuple[Any, str | None]:

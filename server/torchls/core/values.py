@@ -26,6 +26,8 @@ CUDA = "cuda"
 # A device chosen at run time, such as ``torch.device("cuda" if torch.cuda.is_available() else "cpu")``: the
 # code means "the accelerator when there is one".
 ACCELERATOR = "accelerator"
+MPS = "mps"
+META = "meta"  # no data at all: stands in for an accelerator in code that must run without one
 
 INTEGER_DTYPES = frozenset({"torch.int64", "torch.int32", "torch.int16", "torch.int8", "torch.uint8"})
 FLOAT_DTYPES = frozenset({"torch.float32", "torch.float64", "torch.float16", "torch.bfloat16"})
@@ -144,6 +146,19 @@ class Literal:
 UNKNOWN = None
 
 Value = TensorValue | ModuleValue | TupleValue | DeviceValue | InstanceValue | Literal | None
+
+
+def parse_device(value: Value) -> str | None:
+    """CPU, CUDA, ACCELERATOR, MPS or META from a ``torch.device`` value or a device string; None when not known."""
+    if isinstance(value, DeviceValue):
+        return value.kind
+    if isinstance(value, Literal) and isinstance(value.value, str):
+        text = value.value
+        if text == "cuda" or text.startswith("cuda:"):
+            return CUDA
+        if text in (CPU, MPS, META):
+            return text
+    return None
 
 
 def normalize_dtype(name: str | None) -> str | None:

@@ -61,6 +61,9 @@ class CallInfo:
     args: list[Value] = field(default_factory=list)
     kwargs: dict[str, Value] = field(default_factory=dict)
     starred: bool = False  # some positional argument is *unpacked: positions after it are unknown
+    # Every *unpacked argument was a sequence the interpreter knows: ``args`` holds its parts, in order, so
+    # positions are known although they no longer match ``node.args``.
+    spliced: bool = False
 
     def arg_node(self, index: int, name: str) -> ast.expr | None:
         """The expression passed as positional ``index`` or keyword ``name``."""
@@ -76,7 +79,8 @@ class CallInfo:
         """The value passed as positional ``index`` or keyword ``name`` (None when absent or unknown)."""
         if name in self.kwargs:
             return self.kwargs[name]
-        if any(isinstance(a, ast.Starred) for a in self.node.args[: index + 1]):
+        known_positions = self.spliced and not self.starred
+        if not known_positions and any(isinstance(a, ast.Starred) for a in self.node.args[: index + 1]):
             return None
         return self.args[index] if index < len(self.args) else None
 

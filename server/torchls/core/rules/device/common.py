@@ -16,14 +16,14 @@ from torchls.core.values import (
     ACCELERATOR,
     CPU,
     CUDA,
-    DeviceValue,
+    MPS,
     Literal,
     ModuleValue,
     TensorValue,
     Value,
+    parse_device,
 )
 
-MPS = "mps"
 ACCELERATED = frozenset({CUDA, ACCELERATOR, MPS})
 
 # Torch layers that own parameters or buffers: calling one that sits on a GPU with a CPU tensor fails.
@@ -81,21 +81,6 @@ def zh(*parts: str) -> str:
                 text += " "
         text += part
     return text
-
-
-def parse_device(value: Value) -> str | None:
-    """CPU, CUDA, ACCELERATOR or MPS from a ``torch.device`` value or a device string; None when not known."""
-    if isinstance(value, DeviceValue):
-        return value.kind
-    if isinstance(value, Literal) and isinstance(value.value, str):
-        text = value.value
-        if text == "cuda" or text.startswith("cuda:"):
-            return CUDA
-        if text == "cpu":
-            return CPU
-        if text == MPS:
-            return MPS
-    return None
 
 
 def is_dtype(node: ast.expr, ctx: Context) -> bool:

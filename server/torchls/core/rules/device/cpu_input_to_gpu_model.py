@@ -5,7 +5,7 @@ import ast
 from torchls.core.findings import Fix, Related, Severity
 from torchls.core.rules.base import Context, Rule
 from torchls.core.rules.device import common
-from torchls.core.values import ACCELERATOR, CUDA, ModuleValue
+from torchls.core.values import ACCELERATOR, CUDA, MPS, ModuleValue, parse_device
 
 
 class CpuInputToGpuModel(Rule):
@@ -106,8 +106,8 @@ def _fix(input_node: ast.expr, move: ast.AST | None, ctx: Context) -> Fix | None
         if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
             suffix = f".to({ctx.text(arg)})"
         elif isinstance(arg, ast.Name):
-            kind = common.parse_device(ctx.value(arg))
-            if kind not in (CUDA, ACCELERATOR, common.MPS):
+            kind = parse_device(ctx.value(arg))
+            if kind not in (CUDA, ACCELERATOR, MPS):
                 return None
             if arg.id not in common.device_variables(frozenset({kind}), input_node, ctx):
                 return None

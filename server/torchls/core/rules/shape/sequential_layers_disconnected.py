@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import ast
 
+from torchls.core import shapes
 from torchls.core.findings import Severity
 from torchls.core.layers import input_problem, layer_output
 from torchls.core.rules.base import Context, Rule
@@ -39,17 +40,45 @@ class SequentialLayersDisconnected(Rule):
 
     def visit(self, node: ast.Call, ctx: Context) -> None:
         call = ctx.call(node)
-        if call.qualname != "torch.nn.Sequential" or node.keywords:
+        if call.module is not None and call.module.qualname == "torch.nn.Sequential" and call.module.children:
+            self._check_applied(node, call.module.children, ctx.tensor(call.arg_node(0, "input")), ctx)
             return
-        if any(isinstance(arg, ast.Starred) for arg in node.args):
+        if call.qualname != "torch.nn.Sequential" or node.keywords or call.starred:
             return
+        # Sequential(*layers) with a list the code builds: its layers are known, but not where each is written.
+        arg_nodes = node.args if not call.spliced else [node] * len(call.args)
         value: TensorValue | None = TensorValue()  # whatever goes in: only what the layers fix is checked
-        for arg_node, layer in zip(node.args, call.args, strict=True):
+        for arg_node, layer in zip(arg_nodes, call.args, strict=True):
             if not isinstance(layer, ModuleValue) or value is None:
                 return
             problem = input_problem(layer, value)
             if problem is not None:
-                ctx.report(arg_node, f"在 `Sequential` 里与前面的层接不上：{problem[1]}")
+                related = ctx.related(layer.origin) if call.spliced else ()
+                ctx.report(arg_node, f"在 `Sequential` 里与前面的层接不上：{problem[1]}", related=related)
                 return
             result = layer_output(layer, value, arg_node)
             value = result if isinstance(result, TensorValue) else None
+
+    @staticmethod
+    def _check_applied(
+        node: ast.Call, layers: tuple[ModuleValue | None, ...], value: TensorValue | None, ctx: Context
+    ) -> None:
+        """A Sequential called on an input of known shape: the first layer that the running shape does not fit."""
+        if value is None or value.shape is None:
+            return  # with no known input, the definition-site check above already said what can be said
+        given = shapes.fmt(value.shape)
+        for index, layer in enumerate(layers, 1):
+            if layer is None:
+                return
+            problem = input_problem(layer, value)
+            if problem is not None:
+                ctx.report(
+                    node,
+                    f"形状为 {given} 的输入走到 `Sequential` 的第 {index} 层时接不上：{problem[1]}",
+                    related=ctx.related(layer.origin),
+                )
+                return
+            result = layer_output(layer, value, node)
+            if not isinstance(result, TensorValue):
+                return
+            value = result
