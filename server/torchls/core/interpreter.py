@@ -36,6 +36,7 @@ from torchls.core.values import (
     InstanceValue,
     Literal,
     ModuleValue,
+    Number,
     Origin,
     TensorValue,
     TupleValue,
@@ -268,6 +269,7 @@ class Interpreter:
             ast.NamedExpr: self._namedexpr,
             ast.JoinedStr: self._joinedstr,
             ast.Compare: self._compare,
+            ast.BoolOp: self._boolop,
         }
         self._stmt_table: dict[type[ast.AST], Callable[[Any, Env], None]] = {
             ast.Assign: self._assign,
@@ -361,6 +363,10 @@ class Interpreter:
         return value
 
     def _generic(self, node: ast.AST, env: Env) -> Value:
+        if isinstance(node, ast.ListComp | ast.GeneratorExp) and len(node.generators) == 1:
+            unrolled = self._unrolled_comprehension(node, env)
+            if unrolled is not None:
+                return unrolled
         if isinstance(node, ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp):
             inner = dict(env)
             for generator in node.generators:
@@ -384,6 +390,22 @@ class Interpreter:
         for child in ast.iter_child_nodes(node):
             self._walk_child(child, env)
         return None
+
+    def _unrolled_comprehension(self, node: ast.ListComp | ast.GeneratorExp, env: Env) -> Value:
+        """``[Block(d) for _ in range(depth)]`` over a short known sequence: the list of what each item gives."""
+        generator = node.generators[0]
+        if generator.ifs or generator.is_async:
+            return None
+        items = _known_items(self.expr(generator.iter, env))
+        if items is None or not 0 < len(items) <= _UNROLL_ITEMS or self._unroll_budget < len(items):
+            return None
+        self._unroll_budget -= len(items)
+        results = []
+        for item in items:
+            inner = dict(env)
+            self.bind(generator.target, item, inner)
+            results.append(self.expr(node.elt, inner))
+        return TupleValue(tuple(results))
 
     def _walk_child(self, child: ast.AST, env: Env) -> None:
         if isinstance(child, ast.expr):
@@ -457,14 +479,7 @@ class Interpreter:
         _merge_into(env, env, inner)
 
     def _unrolled_items(self, iterable: Value, node: ast.For | ast.AsyncFor) -> tuple[Value, ...] | None:
-        if isinstance(iterable, InstanceValue) and iterable.qualname == "builtins.enumerate":
-            inner = iterable.arg("of")
-            items = inner.items if isinstance(inner, TupleValue) else None
-            items = tuple(TupleValue((Literal(i), v)) for i, v in enumerate(items)) if items is not None else None
-        elif isinstance(iterable, TupleValue):
-            items = iterable.items
-        else:
-            return None
+        items = _known_items(iterable)
         if items is None or not 0 < len(items) <= _UNROLL_ITEMS or self._unroll_budget < len(items):
             return None
         if _leaves_early(node):
@@ -732,6 +747,16 @@ class Interpreter:
             return operand.with_(provenance=None, origin=None, is_leaf=False)
         return None
 
+    def _boolop(self, node: ast.BoolOp, env: Env) -> Value:
+        """``d_head or d_model``, ``flag and value``: short-circuit, when the deciding operands are literals."""
+        values = [self.expr(operand, env) for operand in node.values]
+        for value in values[:-1]:
+            if not isinstance(value, Literal):
+                return None
+            if bool(value.value) == isinstance(node.op, ast.Or):
+                return value  # `or` stops at the first truthy operand, `and` at the first falsy one
+        return values[-1]
+
     def _compare(self, node: ast.Compare, env: Env) -> Value:
         """``tokens != 0``, ``a < b``: a bool tensor of the broadcast shape when a tensor takes part."""
         operands = [self.expr(node.left, env), *(self.expr(c, env) for c in node.comparators)]
@@ -754,16 +779,16 @@ class Interpreter:
     def _subscript(self, node: ast.Subscript, env: Env) -> Value:
         container = self.expr(node.value, env)
         index = self.expr(node.slice, env)
+        if isinstance(container, ModuleValue) and container.qualname in _LAYER_CONTAINERS and container.children:
+            container = TupleValue(container.children)  # self.blocks[0]: one of the layers
         if isinstance(container, TupleValue):
             position = _int(index)
             if position is not None and -len(container.items) <= position < len(container.items):
                 return container.items[position]
             return None
         if isinstance(container, TensorValue):
-            shape = None
-            position = _int(index)
-            if position is not None and container.shape:
-                shape = container.shape[1:]
+            elements = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+            shape = shapes.index(container.shape, [self._index_kind(e) for e in elements])
             return TensorValue(
                 shape=shape,
                 dtype=container.dtype,
@@ -771,6 +796,21 @@ class Interpreter:
                 requires_grad=container.requires_grad,
                 is_leaf=False,
             )
+        return None
+
+    def _index_kind(self, element: ast.expr) -> str | None:
+        """What one part of a tensor index does to the dims (see ``shapes.index``); None: not known."""
+        if isinstance(element, ast.Slice):
+            return (
+                shapes.KEEP if element.lower is None and element.upper is None and element.step is None else shapes.PART
+            )
+        if isinstance(element, ast.Constant) and element.value is Ellipsis:
+            return shapes.ELLIPSIS
+        if isinstance(element, ast.Constant) and element.value is None:
+            return shapes.NEW
+        value = self.ctx.values.get(element)
+        if _int(value) is not None or value == Number("int"):
+            return shapes.DROP
         return None
 
     def _attribute(self, node: ast.Attribute, env: Env) -> Value:
@@ -833,7 +873,7 @@ class Interpreter:
             if isinstance(left, TensorValue) and isinstance(right, TensorValue):
                 shape, problem = shapes.matmul(left.shape, right.shape)
                 self._problem(node, "matmul", problem)
-                return self._derived(left, right, shape)
+                return self._fresh(self._derived(left, right, shape))
             return None
         tensors = [v for v in (left, right) if isinstance(v, TensorValue)]
         if not tensors:
@@ -859,6 +899,13 @@ class Interpreter:
             requires_grad=tensor.requires_grad,
             is_leaf=False,
         )
+
+    @staticmethod
+    def _fresh(tensor: TensorValue) -> TensorValue:
+        """A matrix product's result: newly allocated, so contiguous with the standard strides of its shape."""
+        if not shapes.known(tensor.shape):
+            return tensor
+        return tensor.with_(contiguous=True, strides=shapes.contiguous_strides(tensor.shape))
 
     def _derived(self, a: TensorValue, b: TensorValue, shape: Any) -> TensorValue:
         return TensorValue(
@@ -1248,7 +1295,7 @@ class Interpreter:
             if isinstance(other, TensorValue):
                 shape, problem = shapes.matmul(receiver.shape, other.shape, short)
                 self._problem(node, "matmul", problem)
-                return self._derived(receiver, other, shape)
+                return self._fresh(self._derived(receiver, other, shape))
             return None
         if short in (
             "flatten",
@@ -1366,6 +1413,14 @@ class Interpreter:
             if node.keywords or info.starred:
                 children = ()
             return ModuleValue(qualname, children=children, origin=Origin(node, "在这里定义了 `Sequential`"))
+        if short == "ModuleList":
+            given = info.arg(0, "modules")
+            children = (
+                tuple(v if isinstance(v, ModuleValue) else None for v in given.items)
+                if isinstance(given, TupleValue)
+                else ()
+            )
+            return ModuleValue(qualname, children=children, origin=Origin(node, "在这里定义了 `ModuleList`"))
         names = LAYER_PARAMETERS.get(short, ())
         args: list[tuple[str, Any]] = []
         for index, value in enumerate(info.args):
@@ -1490,7 +1545,7 @@ class Interpreter:
             if isinstance(other, TensorValue):
                 shape, problem = shapes.matmul(tensor.shape, other.shape, method)
                 self._problem(node, "matmul", problem)
-                return self._derived(tensor, other, shape)
+                return self._fresh(self._derived(tensor, other, shape))
             return None
         if method == "size":
             if info.args:
@@ -1504,6 +1559,14 @@ class Interpreter:
             return self._tensor_attribute(tensor, "shape", node)
         if method == "dim":
             return Literal(tensor.rank) if tensor.rank is not None else None
+        if method in ("chunk", "split", "unbind"):
+            return _pieces(tensor, method, info)
+        if method == "expand" and tensor.shape is not None:
+            sizes = _dims(args)
+            if sizes is not None and len(sizes) >= len(tensor.shape):
+                own = (None,) * (len(sizes) - len(tensor.shape)) + tensor.shape
+                shape = tuple(o if s == -1 else s for s, o in zip(sizes, own, strict=True))
+                return TensorValue(shape=shape, dtype=tensor.dtype, device=tensor.device, contiguous=False)
         return None
 
     def _reduction(self, tensor: TensorValue, method: str, info: CallInfo) -> Value:
@@ -1700,13 +1763,21 @@ class Interpreter:
         if not module.children:
             return None
         value = x if x is not None else TensorValue()
+        inputs: list[Value] = []
         for child in module.children:
+            inputs.append(value)
             if not isinstance(value, TensorValue):
                 return None
-            result = self.layer_output(child, value, info.node) if child is not None else None
+            if child is None:
+                result = None
+            elif child.user_class is not None:  # a block of the file's own: its forward, for this input
+                result = self._apply_module(child, CallInfo(info.node, args=[value]))
+            else:
+                result = self.layer_output(child, value, info.node)
             # A layer we do not model still hands one tensor on: unknown, but later layers (a final Softmax)
             # still say what they make of it.
             value = result if result is not None else TensorValue()
+        info.layer_inputs = tuple(inputs)
         return value
 
     def layer_output(self, module: ModuleValue, x: TensorValue, node: ast.AST) -> Value:
@@ -1734,7 +1805,7 @@ class Interpreter:
             return None
         call = ast.Call(func=ast.Name(id="__getitem__"), args=[], keywords=[])
         ast.copy_location(call, node)
-        return self._user_method(dataset, CallInfo(call, method="__getitem__", args=[None]))
+        return self._user_method(dataset, CallInfo(call, method="__getitem__", args=[Number("int")]))
 
     def _loader_batch(self, loader: InstanceValue, dataset: Value, node: ast.AST) -> Value:
         """A batch of a DataLoader with the default collate: the samples' structure with a batch dim in front."""
@@ -1754,6 +1825,12 @@ class Interpreter:
 
     def _iteration(self, iterable: Value, node: ast.expr) -> Value:
         """What each item of ``for ... in iterable`` is, when known."""
+        known = _known_items(iterable) if not isinstance(iterable, InstanceValue) else None
+        if known:
+            item = known[0]
+            for other in known[1:]:
+                item = merge(item, other)
+            return item
         if isinstance(iterable, InstanceValue) and iterable.qualname in ("builtins.enumerate", "progress"):
             inner_node = iterable.origin.node if iterable.origin is not None else node
             inner = self._iteration(iterable.arg("of"), inner_node)  # type: ignore[arg-type]
@@ -1835,6 +1912,21 @@ def _is_dataclass_decorator(decorator: ast.expr, ctx: Context) -> bool:
     target = decorator.func if isinstance(decorator, ast.Call) else decorator
     qualname = ctx.qualify(target) or (target.id if isinstance(target, ast.Name) else "")
     return qualname in ("dataclasses.dataclass", "dataclass")
+
+
+def _known_items(iterable: Value) -> tuple[Value, ...] | None:
+    """The items a loop over ``iterable`` sees, in order, when the code fixes them (a tuple, a list of layers)."""
+    if isinstance(iterable, InstanceValue) and iterable.qualname == "builtins.enumerate":
+        inner = _known_items(iterable.arg("of"))
+        return tuple(TupleValue((Literal(i), v)) for i, v in enumerate(inner)) if inner is not None else None
+    if isinstance(iterable, TupleValue):
+        return iterable.items
+    if isinstance(iterable, ModuleValue) and iterable.children and iterable.qualname in _LAYER_CONTAINERS:
+        return iterable.children
+    return None
+
+
+_LAYER_CONTAINERS = frozenset({"torch.nn.Sequential", "torch.nn.ModuleList"})
 
 
 def _leaves_early(loop: ast.For | ast.AsyncFor) -> bool:
@@ -1931,6 +2023,53 @@ def _collated(sample: Value, batch: int | None, on_cpu: Origin | None) -> Value:
         dtype = {bool: "torch.bool", int: "torch.int64", float: "torch.float64"}[type(sample.value)]
         return TensorValue(shape=(batch,), dtype=dtype, device=CPU, is_leaf=True)  # Python numbers become a tensor
     return None
+
+
+def _pieces(tensor: TensorValue, method: str, info: CallInfo) -> Value:
+    """``x.chunk(3, dim=-1)``, ``x.split(64, dim=1)``, ``x.unbind(0)``: the parts, when their number is known."""
+    if tensor.shape is None:
+        return None
+    dim = _int(info.arg(1 if method != "unbind" else 0, "dim"))
+    dim = (
+        0 if dim is None and not info.has_keyword("dim") and len(info.args) < (2 if method != "unbind" else 1) else dim
+    )
+    index = shapes.normalize_dim(dim, len(tensor.shape)) if dim is not None else None
+    if index is None or tensor.shape[index] is None:
+        return None
+    size = tensor.shape[index]
+    if method == "unbind":
+        sizes: list[int | None] = [None] * size
+    elif method == "chunk":
+        count = _int(info.arg(0, "chunks"))
+        if count is None or count <= 0:
+            return None
+        step = -(-size // count)
+        sizes = [min(step, size - start) for start in range(0, size, step)] if step else []
+    else:
+        given = info.arg(0, "split_size_or_sections")
+        step = _int(given)
+        if step is not None and step > 0:
+            sizes = [min(step, size - start) for start in range(0, size, step)]
+        else:
+            listed = _literal(given)
+            if not isinstance(listed, tuple) or not all(isinstance(n, int) for n in listed) or sum(listed) != size:
+                return None
+            sizes = list(listed)
+    if not 0 < len(sizes) <= 64:
+        return None
+    parts = []
+    for part in sizes:
+        shape = (
+            tensor.shape[:index] + tensor.shape[index + 1 :]
+            if part is None
+            else (*tensor.shape[:index], part, *tensor.shape[index + 1 :])
+        )
+        parts.append(
+            TensorValue(
+                shape=shape, dtype=tensor.dtype, device=tensor.device, requires_grad=tensor.requires_grad, is_leaf=False
+            )
+        )
+    return TupleValue(tuple(parts))
 
 
 def _nested_shape(value: Value) -> tuple[Any, str | None]:

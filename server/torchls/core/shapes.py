@@ -358,3 +358,36 @@ def pair(value: object, default: int) -> tuple[int, int] | None:
     if isinstance(value, tuple) and len(value) == 2 and all(isinstance(v, int) for v in value):
         return value  # type: ignore[return-value]
     return None
+
+
+# ------------------------------------------------------------------------------------------- indexing
+
+KEEP = "keep"  # `:`
+DROP = "drop"  # an integer
+NEW = "new"  # None: a new dim of size 1
+ELLIPSIS = "..."
+PART = "part"  # a slice with bounds: the dim stays, its size is not known
+
+
+def index(shape: Shape, parts: Sequence[str]) -> Shape:
+    """The shape of ``x[parts]`` for basic indexing; None when a part is not one of the kinds above."""
+    if shape is None or parts.count(ELLIPSIS) > 1:
+        return None
+    consumed = sum(1 for p in parts if p in (KEEP, DROP, PART))
+    if consumed > len(shape) or any(p not in (KEEP, DROP, NEW, ELLIPSIS, PART) for p in parts):
+        return None
+    if ELLIPSIS in parts:
+        at = parts.index(ELLIPSIS)
+        parts = [*parts[:at], *([KEEP] * (len(shape) - consumed)), *parts[at + 1 :]]
+    out: list[Dim] = []
+    position = 0
+    for part in parts:
+        if part == NEW:
+            out.append(1)
+            continue
+        if part == KEEP:
+            out.append(shape[position])
+        elif part == PART:
+            out.append(None)
+        position += 1
+    return (*out, *shape[position:])

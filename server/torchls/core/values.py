@@ -143,9 +143,16 @@ class Literal:
     value: Any
 
 
+@dataclass(frozen=True, slots=True)
+class Number:
+    """A Python number whose value is not known, only its kind: the index ``__getitem__`` gets, an ``int`` parameter."""
+
+    kind: str  # "int" or "float"
+
+
 UNKNOWN = None
 
-Value = TensorValue | ModuleValue | TupleValue | DeviceValue | InstanceValue | Literal | None
+Value = TensorValue | ModuleValue | TupleValue | DeviceValue | InstanceValue | Literal | Number | None
 
 
 def parse_device(value: Value) -> str | None:

@@ -41,11 +41,12 @@ class SequentialLayersDisconnected(Rule):
     def visit(self, node: ast.Call, ctx: Context) -> None:
         call = ctx.call(node)
         if call.module is not None and call.module.qualname == "torch.nn.Sequential" and call.module.children:
-            self._check_applied(node, call.module.children, ctx.tensor(call.arg_node(0, "input")), ctx)
+            self._check_applied(node, call.module.children, call.layer_inputs, ctx)
             return
         if call.qualname != "torch.nn.Sequential" or node.keywords or call.starred:
             return
-        # Sequential(*layers) with a list the code builds: its layers are known, but not where each is written.
+        # At the definition. For Sequential(*layers) with a list the code builds, the layers are known but not
+        # where each is written.
         arg_nodes = node.args if not call.spliced else [node] * len(call.args)
         value: TensorValue | None = TensorValue()  # whatever goes in: only what the layers fix is checked
         for arg_node, layer in zip(arg_nodes, call.args, strict=True):
@@ -60,25 +61,21 @@ class SequentialLayersDisconnected(Rule):
             value = result if isinstance(result, TensorValue) else None
 
     @staticmethod
-    def _check_applied(
-        node: ast.Call, layers: tuple[ModuleValue | None, ...], value: TensorValue | None, ctx: Context
-    ) -> None:
-        """A Sequential called on an input of known shape: the first layer that the running shape does not fit."""
-        if value is None or value.shape is None:
-            return  # with no known input, the definition-site check above already said what can be said
-        given = shapes.fmt(value.shape)
-        for index, layer in enumerate(layers, 1):
-            if layer is None:
+    def _check_applied(node: ast.Call, layers: tuple[ModuleValue | None, ...], inputs: tuple, ctx: Context) -> None:
+        """A Sequential called on an input of known shape: the first layer that the value reaching it does not fit."""
+        first = inputs[0] if inputs else None
+        if not isinstance(first, TensorValue) or first.shape is None:
+            return  # with no known input, the definition-site check below already said what can be said
+        for index, (layer, value) in enumerate(zip(layers, inputs, strict=False), 1):
+            if layer is None or not isinstance(value, TensorValue):
                 return
+            if layer.user_class is not None:
+                continue  # the file's own block: its forward is checked for this input where it is written
             problem = input_problem(layer, value)
             if problem is not None:
                 ctx.report(
                     node,
-                    f"形状为 {given} 的输入走到 `Sequential` 的第 {index} 层时接不上：{problem[1]}",
+                    f"形状为 {shapes.fmt(first.shape)} 的输入走到 `Sequential` 的第 {index} 层时接不上：{problem[1]}",
                     related=ctx.related(layer.origin),
                 )
                 return
-            result = layer_output(layer, value, node)
-            if not isinstance(result, TensorValue):
-                return
-            value = result
