@@ -33,6 +33,7 @@ from torchls.core.values import (
     SIGMOID,
     SOFTMAX,
     DeviceValue,
+    DictValue,
     InstanceValue,
     Literal,
     ModuleValue,
@@ -115,7 +116,7 @@ SAME_SHAPE_FUNCTIONS = frozenset(
     "torch.nn.functional." + n
     for n in "relu relu6 leaky_relu gelu silu elu selu mish softplus hardswish hardsigmoid tanh dropout dropout1d "
     "dropout2d normalize layer_norm group_norm batch_norm".split()
-) | frozenset("torch." + n for n in "relu tanh abs exp neg sqrt rsqrt square sign clamp clip".split())
+) | frozenset("torch." + n for n in "relu tanh abs exp neg sqrt rsqrt square sign clamp clip triu tril".split())
 SAME_SHAPE_METHODS = frozenset(
     "relu tanh abs exp neg sqrt rsqrt square sign clamp clip clamp_ clip_ abs_ relu_ add_ sub_ mul_ div_ pow_ "
     "zero_ fill_ normal_ uniform_ masked_fill masked_fill_ neg_ exp_ sqrt_ tanh_ sigmoid_ copy_ round floor ceil "
@@ -270,6 +271,7 @@ class Interpreter:
             ast.JoinedStr: self._joinedstr,
             ast.Compare: self._compare,
             ast.BoolOp: self._boolop,
+            ast.Dict: self._dict,
         }
         self._stmt_table: dict[type[ast.AST], Callable[[Any, Env], None]] = {
             ast.Assign: self._assign,
@@ -447,10 +449,17 @@ class Interpreter:
             self._returns.append(value)
 
     def _if(self, node: ast.If, env: Env) -> None:
-        self.expr(node.test, env)
+        test = self.expr(node.test, env)
         body, orelse = dict(env), dict(env)
         self.block(node.body, body)
         self.block(node.orelse, orelse)
+        if isinstance(test, Literal) and not isinstance(node.test, ast.Constant):
+            # A test the code decides (`if i == 0` in an unrolled loop): only that branch runs. Both were walked
+            # for the rules; a literal `if True:`/`if 0:` is left to merging, as authors toggle those by hand.
+            env.update(body if test.value else orelse)
+            for name in set(env) - set(body if test.value else orelse):
+                env.pop(name)
+            return
         _merge_into(env, body, orelse)
 
     def _loop_env(self, node: ast.AST, env: Env) -> Env:
@@ -650,6 +659,16 @@ class Interpreter:
             self._visit_rules(target)
         elif isinstance(target, ast.Tuple | ast.List):
             items = value.items if isinstance(value, TupleValue) and len(value.items) == len(target.elts) else None
+            if isinstance(value, TensorValue) and not any(isinstance(e, ast.Starred) for e in target.elts):
+                # q, k, v = qkv.permute(2, 0, 3, 1, 4): unpacking runs along the first dim
+                row = TensorValue(
+                    shape=value.shape[1:] if value.shape else None,
+                    dtype=value.dtype,
+                    device=value.device,
+                    requires_grad=value.requires_grad,
+                    is_leaf=False,
+                )
+                items = (row,) * len(target.elts)
             for index, element in enumerate(target.elts):
                 self.bind(element, items[index] if items else None, env)
         elif isinstance(target, ast.Attribute):
@@ -675,6 +694,9 @@ class Interpreter:
                     self.expr(child, env)
             if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
                 changed = env.get(target.value.id)
+                if isinstance(changed, DictValue):
+                    key = self.ctx.values.get(target.slice)
+                    env[target.value.id] = changed.with_item(key.value, value) if isinstance(key, Literal) else None
                 if isinstance(changed, TensorValue):
                     # x[i] = v changes values in place: same shape, but no longer what made it (softmax...).
                     env[target.value.id] = changed.with_(provenance=None, origin=None)
@@ -718,8 +740,10 @@ class Interpreter:
         return TupleValue(tuple(items)) if known else None
 
     def _ifexp(self, node: ast.IfExp, env: Env) -> Value:
-        self.expr(node.test, env)
+        test = self.expr(node.test, env)
         body, orelse = self.expr(node.body, env), self.expr(node.orelse, env)
+        if isinstance(test, Literal):
+            return body if test.value else orelse  # `h if i == 0 else x + h` in an unrolled loop
         devices = {parse_device(body), parse_device(orelse)}
         if CUDA in devices and len(devices) == 2 and None not in devices:
             # "cuda" if torch.cuda.is_available() else "cpu" (or "mps", or "meta" in code that must run anywhere)
@@ -747,6 +771,19 @@ class Interpreter:
             return operand.with_(provenance=None, origin=None, is_leaf=False)
         return None
 
+    def _dict(self, node: ast.Dict, env: Env) -> Value:
+        """``{"tokens": t, "label": y}``: known when every key is a literal (no ``**other``)."""
+        items = []
+        known = True
+        for key, value in zip(node.keys, node.values, strict=True):
+            key_value = self.expr(key, env) if key is not None else None
+            item = self.expr(value, env)
+            if not isinstance(key_value, Literal):
+                known = False
+            else:
+                items.append((key_value.value, item))
+        return DictValue(tuple(items)) if known else None
+
     def _boolop(self, node: ast.BoolOp, env: Env) -> Value:
         """``d_head or d_model``, ``flag and value``: short-circuit, when the deciding operands are literals."""
         values = [self.expr(operand, env) for operand in node.values]
@@ -764,6 +801,11 @@ class Interpreter:
             return None
         tensors = [v for v in operands if isinstance(v, TensorValue)]
         if not tensors:
+            if all(isinstance(v, Literal) for v in operands):
+                try:
+                    return Literal(bool(_COMPARISONS[type(node.ops[0])](operands[0].value, operands[1].value)))
+                except TypeError:
+                    return None
             return None
         if len(tensors) == 2:
             shape, _ = shapes.broadcast(tensors[0].shape, tensors[1].shape)
@@ -781,6 +823,19 @@ class Interpreter:
         index = self.expr(node.slice, env)
         if isinstance(container, ModuleValue) and container.qualname in _LAYER_CONTAINERS and container.children:
             container = TupleValue(container.children)  # self.blocks[0]: one of the layers
+        if isinstance(container, DictValue):
+            if isinstance(index, Literal):
+                return container.get(index.value)
+            return _merged(v for _, v in container.items)  # batch[key]: one of the values, whichever key
+        if isinstance(container, TupleValue) and isinstance(node.slice, ast.Slice):
+            bounds = [
+                self.ctx.values.get(part) if part is not None else Literal(None)
+                for part in (node.slice.lower, node.slice.upper, node.slice.step)
+            ]
+            numbers = [_literal(b) if isinstance(b, Literal) else False for b in bounds]
+            if all(n is None or (isinstance(n, int) and not isinstance(n, bool)) for n in numbers) and numbers[2] != 0:
+                return TupleValue(container.items[slice(*numbers)])  # dims[:-1], widths[1:]
+            return None
         if isinstance(container, TupleValue):
             position = _int(index)
             if position is not None and -len(container.items) <= position < len(container.items):
@@ -811,6 +866,8 @@ class Interpreter:
         value = self.ctx.values.get(element)
         if _int(value) is not None or value == Number("int"):
             return shapes.DROP
+        if isinstance(value, TensorValue) and value.dtype in INTEGER_DTYPES and value.rank == 1:
+            return shapes.PART  # x[idx] with a 1-D index tensor: that dim keeps as many entries as idx has
         return None
 
     def _attribute(self, node: ast.Attribute, env: Env) -> Value:
@@ -940,7 +997,22 @@ class Interpreter:
         return ()
 
     def _member(self, klass: ClassInfo, owner: Value, name: str) -> Value:
-        """``owner.name`` for an instance of the file's class: what its ``__init__`` made of its arguments."""
+        """``owner.name`` for an instance of the file's class: what its ``__init__`` made of its arguments.
+
+        On a module moved to a device, its submodules, parameters and buffers are there too; a plain tensor
+        attribute is not (``.to()`` does not move it).
+        """
+        value = self._member_as_built(klass, owner, name)
+        device = owner.device if isinstance(owner, ModuleValue) else None
+        if device is None:
+            return value
+        if isinstance(value, ModuleValue) and value.device is None:
+            return _moved(value, device)
+        if isinstance(value, TensorValue) and value.registered:
+            return value.with_(device=device)
+        return value
+
+    def _member_as_built(self, klass: ClassInfo, owner: Value, name: str) -> Value:
         if klass.is_unstable(name):
             return None
         arguments = self._instance_arguments(owner)
@@ -1148,6 +1220,12 @@ class Interpreter:
                 return self._user_method(receiver, info)
             if isinstance(receiver, TupleValue) and info.method in ("append", "extend"):
                 self._grow_list(receiver, info, env)
+            if isinstance(receiver, DictValue) and not info.args:
+                if info.method == "items":
+                    return TupleValue(tuple(TupleValue((Literal(k), v)) for k, v in receiver.items))
+                if info.method in ("keys", "values"):
+                    index = 0 if info.method == "keys" else 1
+                    return TupleValue(tuple((Literal(k), v)[index] for k, v in receiver.items))
             return None
         if info.module is not None:
             return self._apply_module(info.module, info)
@@ -1165,6 +1243,16 @@ class Interpreter:
                 # next(iter(loader)): one item of what iterating gives (iter() alone changes nothing we track)
                 only = info.args[0]
                 return only if name == "iter" else self._iteration(only, node.args[0])
+        if (
+            isinstance(node.func, ast.Attribute)
+            and node.func.attr == "register_buffer"
+            and isinstance(node.func.value, ast.Name)
+            and node.func.value.id == "self"
+            and self.ctx.klass is not None
+            and self.ctx.function is not None
+            and self.ctx.function.name == "__init__"
+        ):
+            self._register_buffer(info)
         if _is_super_init(node.func) and self.ctx.klass is not None and self._attribute_sink is not None:
             # super().__init__(...) while an instance is built: the base's __init__ assigns into the same instance
             base = next((k for k in self.ctx.klass.chain()[1:] if "__init__" in k.methods), None)
@@ -1195,6 +1283,16 @@ class Interpreter:
         for name in fields:
             bound.setdefault(name, klass.class_attributes.get(name))
         return bound
+
+    def _register_buffer(self, info: CallInfo) -> None:
+        """``self.register_buffer("mask", t)`` in ``__init__``: ``self.mask`` is ``t``, moving with the module."""
+        name, tensor = _literal(info.arg(0, "name")), info.arg(1, "tensor")
+        if not isinstance(name, str) or self.ctx.klass is None:
+            return
+        sink = self._attribute_sink if self._attribute_sink is not None else self.ctx.klass.attributes
+        if name in sink:
+            self.ctx.klass.unstable.add(name)
+        sink[name] = tensor.with_(registered=True, device=None) if isinstance(tensor, TensorValue) else None
 
     def _is_global(self, name: str, env: Env) -> bool:
         """``name`` means the module-level binding here: not shadowed by a local of the same name."""
@@ -1236,6 +1334,7 @@ class Interpreter:
                 provenance=None,
                 device=None,  # a parameter moves with its module: its device is the module's
                 origin=Origin(node, "在这里创建了 `nn.Parameter`"),
+                registered=True,
             )
         if qualname.startswith("torch.nn.") and short[:1].isupper() and qualname.count(".") == 2:
             return self._construct_layer(short, qualname, info)
@@ -1369,6 +1468,10 @@ class Interpreter:
             n = _int(info.arg(0, "n"))
             m = _int(info.arg(1, "m")) if len(info.args) > 1 else n
             shape = (n, m) if n is not None and m is not None else None
+        elif short == "randperm":
+            n = _int(info.arg(0, "n"))
+            shape = (n if n is not None and n >= 0 else None,)
+            dtype = dtype or "torch.int64"
         elif short == "linspace":
             steps = _int(info.arg(2, "steps"))
             shape = (steps,) if steps is not None else None
@@ -1737,6 +1840,8 @@ class Interpreter:
             if isinstance(returned, TensorValue):
                 # A moved model computes on its device, unless its own code moves tensors around.
                 device = module.device if klass is not None and not _moves_to_device(klass.node) else None
+                if module.device is None:
+                    device = returned.device  # not moved as a whole: where its forward computed, for this input
                 return TensorValue(
                     shape=returned.shape,
                     tail=returned.tail,
@@ -1762,22 +1867,29 @@ class Interpreter:
     def _apply_sequential(self, module: ModuleValue, x: Value, info: CallInfo) -> Value:
         if not module.children:
             return None
-        value = x if x is not None else TensorValue()
-        inputs: list[Value] = []
-        for child in module.children:
-            inputs.append(value)
+        steps: list[tuple[ModuleValue, Value]] = []
+        value = self._run_layers(module.children, x if x is not None else TensorValue(), info, steps)
+        info.layer_inputs = tuple(steps)
+        return value
+
+    def _run_layers(self, children: tuple[ModuleValue | None, ...], value: Value, info: CallInfo, steps: list) -> Value:
+        """Feed ``value`` through ``children`` in order, noting what reached each layer (nested ones included)."""
+        for child in children:
             if not isinstance(value, TensorValue):
                 return None
             if child is None:
                 result = None
-            elif child.user_class is not None:  # a block of the file's own: its forward, for this input
-                result = self._apply_module(child, CallInfo(info.node, args=[value]))
+            elif child.qualname == "torch.nn.Sequential" and child.children:
+                result = self._run_layers(child.children, value, info, steps)
             else:
-                result = self.layer_output(child, value, info.node)
+                steps.append((child, value))
+                if child.user_class is not None:  # a block of the file's own: its forward, for this input
+                    result = self._apply_module(child, CallInfo(info.node, args=[value]))
+                else:
+                    result = self.layer_output(child, value, info.node)
             # A layer we do not model still hands one tensor on: unknown, but later layers (a final Softmax)
             # still say what they make of it.
             value = result if result is not None else TensorValue()
-        info.layer_inputs = tuple(inputs)
         return value
 
     def layer_output(self, module: ModuleValue, x: TensorValue, node: ast.AST) -> Value:
@@ -1914,6 +2026,20 @@ def _is_dataclass_decorator(decorator: ast.expr, ctx: Context) -> bool:
     return qualname in ("dataclasses.dataclass", "dataclass")
 
 
+def _moved(module: ModuleValue, device: str) -> ModuleValue:
+    """``module`` after ``.to(device)`` of a module holding it: the layers it contains moved too."""
+    children = tuple(_moved(c, device) if c is not None and c.device is None else c for c in module.children)
+    return ModuleValue(module.qualname, module.args, children, module.user_class, device, module.origin)
+
+
+def _merged(values: Any) -> Value:
+    """The value every one of ``values`` agrees on (see ``values.merge``); None for none."""
+    result: Value = None
+    for index, value in enumerate(values):
+        result = value if index == 0 else merge(result, value)
+    return result
+
+
 def _known_items(iterable: Value) -> tuple[Value, ...] | None:
     """The items a loop over ``iterable`` sees, in order, when the code fixes them (a tuple, a list of layers)."""
     if isinstance(iterable, InstanceValue) and iterable.qualname == "builtins.enumerate":
@@ -1921,6 +2047,8 @@ def _known_items(iterable: Value) -> tuple[Value, ...] | None:
         return tuple(TupleValue((Literal(i), v)) for i, v in enumerate(inner)) if inner is not None else None
     if isinstance(iterable, TupleValue):
         return iterable.items
+    if isinstance(iterable, DictValue):
+        return tuple(Literal(k) for k, _ in iterable.items)  # iterating a dict gives its keys
     if isinstance(iterable, ModuleValue) and iterable.children and iterable.qualname in _LAYER_CONTAINERS:
         return iterable.children
     return None
@@ -1991,6 +2119,13 @@ def _range(args: list[Value]) -> Value:
     return TupleValue(tuple(Literal(i) for i in span)) if len(span) <= _UNROLL_ITEMS else None
 
 
+def _zip(args: list[Value]) -> Value:
+    sequences = [_known_items(v) for v in args]
+    if not sequences or any(s is None for s in sequences):
+        return None
+    return TupleValue(tuple(TupleValue(parts) for parts in zip(*sequences, strict=False)))  # type: ignore[misc]
+
+
 # Builtins whose result follows from literal arguments: sizes computed as `len(CLASSES)`, `int(d * 1.5)`.
 _BUILTINS: dict[str, Callable[[list[Value]], Value]] = {
     "len": _length,
@@ -1999,6 +2134,7 @@ _BUILTINS: dict[str, Callable[[list[Value]], Value]] = {
     "max": _extreme(max),
     "min": _extreme(min),
     "range": _range,
+    "zip": _zip,
 }
 
 
@@ -2010,6 +2146,8 @@ def _collated(sample: Value, batch: int | None, on_cpu: Origin | None) -> Value:
     if isinstance(sample, TupleValue):
         parts = tuple(_collated(item, batch, on_cpu) for item in sample.items)
         return TupleValue(parts)
+    if isinstance(sample, DictValue):
+        return DictValue(tuple((key, _collated(item, batch, on_cpu)) for key, item in sample.items))
     if isinstance(sample, TensorValue):
         shape = (batch, *sample.shape) if sample.shape is not None else None
         return TensorValue(
@@ -2153,6 +2291,15 @@ def _disables_grad(expr: ast.expr, ctx: Context) -> bool:
         return isinstance(first, ast.Constant) and first.value is False
     return False
 
+
+_COMPARISONS: dict[type[ast.cmpop], Callable[[Any, Any], Any]] = {
+    ast.Eq: lambda a, b: a == b,
+    ast.NotEq: lambda a, b: a != b,
+    ast.Lt: lambda a, b: a < b,
+    ast.LtE: lambda a, b: a <= b,
+    ast.Gt: lambda a, b: a > b,
+    ast.GtE: lambda a, b: a >= b,
+}
 
 _PY_OPS: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
     ast.Add: lambda a, b: a + b,

@@ -39,10 +39,10 @@ def layer_output(module: ModuleValue, x: TensorValue, node: ast.AST) -> Value:
     if short == "Linear":
         out = module.arg("out_features")
         if not isinstance(out, int):
-            return None
+            out = None  # a size we cannot compute: still logits, still the same batch dims
         if x.shape is not None and len(x.shape) >= 1:
             return TensorValue(shape=(*x.shape[:-1], out), provenance=LOGITS, **base)
-        return TensorValue(tail=(out,), provenance=LOGITS, **base)
+        return TensorValue(tail=(out,) if out is not None else None, provenance=LOGITS, **base)
     if short in ("Conv1d", "Conv2d"):
         return _conv_output(module, x, short, base)
     if short in ("MaxPool2d", "AvgPool2d"):
@@ -64,9 +64,10 @@ def layer_output(module: ModuleValue, x: TensorValue, node: ast.AST) -> Value:
     if short == "Embedding":
         dim = module.arg("embedding_dim")
         if not isinstance(dim, int):
-            return None
+            dim = None
         shape = (*x.shape, dim) if x.shape is not None else None
-        return TensorValue(shape=shape, tail=None if shape else (dim,), device=x.device, dtype=None)
+        tail = None if shape or dim is None else (dim,)
+        return TensorValue(shape=shape, tail=tail, device=x.device, dtype=None)
     if short in ("LSTM", "GRU", "RNN"):
         hidden = module.arg("hidden_size")
         bidirectional = module.arg("bidirectional", False)
@@ -87,7 +88,7 @@ def _conv_output(module: ModuleValue, x: TensorValue, short: str, base: dict) ->
     spatial = 1 if short == "Conv1d" else 2
     out_channels = module.arg("out_channels")
     if not isinstance(out_channels, int):
-        return None
+        out_channels = None
     kernel = shapes.pair(module.arg("kernel_size"), 1) if spatial == 2 else _one(module.arg("kernel_size"))
     stride = shapes.pair(module.arg("stride"), 1) if spatial == 2 else _one(module.arg("stride"), 1)
     dilation = shapes.pair(module.arg("dilation"), 1) if spatial == 2 else _one(module.arg("dilation"), 1)

@@ -64,7 +64,9 @@ def broadcast(a: Shape, b: Shape) -> tuple[Shape, str | None]:
         x = a[-index] if index <= len(a) else 1
         y = b[-index] if index <= len(b) else 1
         if x is None or y is None:
-            out.append(None if x != 1 and y != 1 else (y if x == 1 else x))
+            # One side unknown: a known size other than 1 is what the result has, whenever the operation works.
+            known = x if y is None else y
+            out.append(known if known is not None and known != 1 else None)
         elif x == y or y == 1:
             out.append(x)
         elif x == 1:

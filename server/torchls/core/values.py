@@ -63,6 +63,7 @@ class TensorValue:
     requires_grad: bool | None = None
     is_leaf: bool | None = None
     origin: Origin | None = None
+    registered: bool = False  # an nn.Parameter or a registered buffer: it moves with its module
 
     def with_(self, **changes: Any) -> TensorValue:
         return replace(self, **changes)
@@ -115,6 +116,23 @@ class TupleValue:
 
 
 @dataclass(frozen=True, slots=True)
+class DictValue:
+    """A dict whose keys the code spells out (``{"tokens": t, "label": y}``), with the value of each."""
+
+    items: tuple[tuple[Any, Any], ...]  # (Python key, Value)
+
+    def get(self, key: Any) -> Any:
+        for k, value in self.items:
+            if k == key:
+                return value
+        return None
+
+    def with_item(self, key: Any, value: Any) -> DictValue:
+        kept = tuple((k, v) for k, v in self.items if k != key)
+        return DictValue((*kept, (key, value)))
+
+
+@dataclass(frozen=True, slots=True)
 class DeviceValue:
     """A ``torch.device`` or a device string."""
 
@@ -152,7 +170,7 @@ class Number:
 
 UNKNOWN = None
 
-Value = TensorValue | ModuleValue | TupleValue | DeviceValue | InstanceValue | Literal | Number | None
+Value = TensorValue | ModuleValue | TupleValue | DictValue | DeviceValue | InstanceValue | Literal | Number | None
 
 
 def parse_device(value: Value) -> str | None:

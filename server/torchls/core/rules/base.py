@@ -64,8 +64,8 @@ class CallInfo:
     # Every *unpacked argument was a sequence the interpreter knows: ``args`` holds its parts, in order, so
     # positions are known although they no longer match ``node.args``.
     spliced: bool = False
-    # Calling an nn.Sequential: the value that reached each of its layers, in order (None once unknown).
-    layer_inputs: tuple[Value, ...] = ()
+    # Calling an nn.Sequential: each layer it runs (nested Sequentials flattened) with the value that reached it.
+    layer_inputs: tuple[tuple[ModuleValue, Value], ...] = ()
 
     def arg_node(self, index: int, name: str) -> ast.expr | None:
         """The expression passed as positional ``index`` or keyword ``name``."""

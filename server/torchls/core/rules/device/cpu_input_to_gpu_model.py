@@ -58,6 +58,8 @@ class CpuInputToGpuModel(Rule):
         input_node = _input_node(module, call.node, ctx)
         if input_node is None or not common.node_on_cpu(input_node, ctx):
             return
+        if _forward_parameter(input_node, ctx):
+            return  # a model's forward evaluated for one call: that call is where the CPU input is reported
         related: tuple[Related, ...] = ()
         if move is not None:
             related += (Related(ctx.span(move), common.zh("模型在这里移到了", common.describe(device))),)
@@ -73,6 +75,14 @@ class CpuInputToGpuModel(Rule):
             fix=_fix(input_node, move, ctx),
             related=related,
         )
+
+
+def _forward_parameter(node: ast.expr, ctx: Context) -> bool:
+    """``node`` is a parameter of the ``forward`` being evaluated for a call's arguments."""
+    function = ctx.function
+    if ctx.call_site is None or function is None or function.name != "forward" or not isinstance(node, ast.Name):
+        return False
+    return node.id in {a.arg for a in [*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs]}
 
 
 def _input_node(module: ModuleValue, node: ast.Call, ctx: Context) -> ast.expr | None:

@@ -237,11 +237,29 @@ def format_shape(shape: tuple[Any, ...]) -> str:
 _VALUE_KEEPING_INPLACE = frozenset({"requires_grad_", "share_memory_", "detach_"})
 
 
-def reliable(node: ast.expr | None, ctx: Context) -> bool:
+_SHAPE_CHANGING_INPLACE = frozenset(
+    {
+        "squeeze_",
+        "unsqueeze_",
+        "resize_",
+        "resize_as_",
+        "t_",
+        "transpose_",
+        "swapaxes_",
+        "swapdims_",
+        "as_strided_",
+        "set_",
+    }
+)
+
+
+def reliable(node: ast.expr | None, ctx: Context, shape_only: bool = False) -> bool:
     """False when ``node`` names a variable the code may change in place, so its recorded history may be stale.
 
     ``out.sigmoid_()``, ``out.clamp_(0, 1)``, ``out[mask] = ...`` or ``torch.sigmoid(out, out=out)`` anywhere in the
     same function change what ``out`` holds without rebinding it; the interpreter follows rebinding only.
+    ``shape_only``: only the shape and dtype matter, which item assignments and most in-place methods keep
+    (``gold[:, -2:] = -100`` still leaves an int64 tensor of the same shape).
     """
     if not isinstance(node, ast.Name):
         return True
@@ -257,11 +275,12 @@ def reliable(node: ast.expr | None, ctx: Context) -> bool:
                 and func.attr.endswith("_")
                 and not func.attr.startswith("_")
                 and func.attr not in _VALUE_KEEPING_INPLACE
+                and (not shape_only or func.attr in _SHAPE_CHANGING_INPLACE)
             ):
                 return False
             if any(k.arg == "out" and isinstance(k.value, ast.Name) and k.value.id == name for k in inner.keywords):
                 return False
-        elif isinstance(inner, ast.Subscript | ast.Attribute) and isinstance(inner.ctx, ast.Store):
+        elif isinstance(inner, ast.Subscript | ast.Attribute) and isinstance(inner.ctx, ast.Store) and not shape_only:
             base = inner.value
             if isinstance(base, ast.Name) and base.id == name:
                 return False

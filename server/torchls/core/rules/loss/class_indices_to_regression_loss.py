@@ -41,7 +41,7 @@ class ClassIndicesToRegressionLoss(Rule):
         if loss is None or loss.kind not in REGRESSION_LOSSES:
             return
         x, target = loss.input(ctx), loss.target(ctx)
-        if not (reliable(loss.input_node, ctx) and reliable(loss.target_node, ctx)):
+        if not (reliable(loss.input_node, ctx, shape_only=True) and reliable(loss.target_node, ctx, shape_only=True)):
             return  # an in-place squeeze_/unsqueeze_ may have changed a shape the interpreter recorded
         if x is None or target is None or target.provenance == ONE_HOT:
             return

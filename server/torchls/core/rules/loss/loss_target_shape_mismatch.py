@@ -52,7 +52,7 @@ class LossTargetShapeMismatch(Rule):
         if loss.input_node is None or loss.target_node is None:
             return
         x, target = loss.input(ctx), loss.target(ctx)
-        if not (reliable(loss.input_node, ctx) and reliable(loss.target_node, ctx)):
+        if not (reliable(loss.input_node, ctx, shape_only=True) and reliable(loss.target_node, ctx, shape_only=True)):
             return  # an in-place squeeze_/unsqueeze_ may have changed a shape the interpreter recorded
         if x is None or target is None or x.shape is None or target.shape is None:
             return

@@ -41,7 +41,7 @@ class SequentialLayersDisconnected(Rule):
     def visit(self, node: ast.Call, ctx: Context) -> None:
         call = ctx.call(node)
         if call.module is not None and call.module.qualname == "torch.nn.Sequential" and call.module.children:
-            self._check_applied(node, call.module.children, call.layer_inputs, ctx)
+            self._check_applied(node, call.layer_inputs, ctx)
             return
         if call.qualname != "torch.nn.Sequential" or node.keywords or call.starred:
             return
@@ -61,13 +61,13 @@ class SequentialLayersDisconnected(Rule):
             value = result if isinstance(result, TensorValue) else None
 
     @staticmethod
-    def _check_applied(node: ast.Call, layers: tuple[ModuleValue | None, ...], inputs: tuple, ctx: Context) -> None:
+    def _check_applied(node: ast.Call, steps: tuple[tuple[ModuleValue, object], ...], ctx: Context) -> None:
         """A Sequential called on an input of known shape: the first layer that the value reaching it does not fit."""
-        first = inputs[0] if inputs else None
+        first = steps[0][1] if steps else None
         if not isinstance(first, TensorValue) or first.shape is None:
             return  # with no known input, the definition-site check below already said what can be said
-        for index, (layer, value) in enumerate(zip(layers, inputs, strict=False), 1):
-            if layer is None or not isinstance(value, TensorValue):
+        for index, (layer, value) in enumerate(steps, 1):
+            if not isinstance(value, TensorValue):
                 return
             if layer.user_class is not None:
                 continue  # the file's own block: its forward is checked for this input where it is written
