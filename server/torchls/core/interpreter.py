@@ -672,7 +672,8 @@ class Interpreter:
             for index, element in enumerate(target.elts):
                 self.bind(element, items[index] if items else None, env)
         elif isinstance(target, ast.Attribute):
-            self.expr(target.value, env)
+            owner = self.expr(target.value, env)
+            self._attribute_assigned(target, owner, value, env)
             klass = self.ctx.klass
             if (
                 klass is not None
@@ -701,6 +702,17 @@ class Interpreter:
                     # x[i] = v changes values in place: same shape, but no longer what made it (softmax...).
                     env[target.value.id] = changed.with_(provenance=None, origin=None)
             self._visit_rules(target)
+
+    def _attribute_assigned(self, target: ast.Attribute, owner: Value, value: Value, env: Env) -> None:
+        """``cfg.lr = 0.1`` or ``model.head = nn.Linear(...)`` outside the class: what the object now holds."""
+        if isinstance(owner, InstanceValue) and owner.qualname == "namespace" and isinstance(target.value, ast.Name):
+            fields = owner.arg("fields")
+            if isinstance(fields, DictValue):
+                env[target.value.id] = InstanceValue("namespace", (("fields", fields.with_item(target.attr, value)),))
+            return
+        klass = self._user_class_of(owner)
+        if klass is not None and not (isinstance(target.value, ast.Name) and target.value.id == "self"):
+            klass.unstable.add(target.attr)  # set from outside: no longer what __init__ made, for any instance
 
     def _load(self, name: str, env: Env) -> Value:
         if name in env:
@@ -879,6 +891,9 @@ class Interpreter:
             return self._tensor_attribute(base, node.attr, node)
         if isinstance(base, TupleValue) and len(base.items) == 2 and node.attr in ("values", "indices"):
             return base.items[node.attr == "indices"]  # x.max(dim=1).values: torch's (values, indices) result
+        if isinstance(base, InstanceValue) and base.qualname == "namespace":
+            fields = base.arg("fields")
+            return fields.get(node.attr) if isinstance(fields, DictValue) else None
         owner = self._user_class_of(base)
         if owner is not None:
             return self._member(owner, base, node.attr)
@@ -1015,6 +1030,11 @@ class Interpreter:
     def _member_as_built(self, klass: ClassInfo, owner: Value, name: str) -> Value:
         if klass.is_unstable(name):
             return None
+        getter = klass.method(name)
+        if getter is not None and any(isinstance(d, ast.Name) and d.id == "property" for d in getter.decorator_list):
+            # cfg.d_model where d_model is a @property: its body, for this instance
+            call = ast.copy_location(ast.Call(func=ast.Name(id=name), args=[], keywords=[]), getter)
+            return self._call_function(getter, self._defining_class(klass, name), CallInfo(call), owner)
         arguments = self._instance_arguments(owner)
         if arguments and klass.fields is not None:
             fields = dict(arguments)
@@ -1054,7 +1074,7 @@ class Interpreter:
         self, function: ast.FunctionDef | ast.AsyncFunctionDef, info: CallInfo, skip_first: bool
     ) -> dict[str, Value] | None:
         """Parameter -> the value this call gives it (or its default); None when the call's shape is not known."""
-        if info.starred or any(keyword.arg is None for keyword in info.node.keywords):
+        if info.starred or info.unknown_keywords:
             return None  # f(*args) or f(**options): which parameter gets what is not known
         arguments = function.args
         positional = [a.arg for a in [*arguments.posonlyargs, *arguments.args]]
@@ -1177,6 +1197,10 @@ class Interpreter:
             value = self.expr(keyword.value, env)
             if keyword.arg is not None:
                 info.kwargs[keyword.arg] = value
+            elif isinstance(value, DictValue) and all(isinstance(k, str) for k, _ in value.items):
+                info.kwargs.update(value.items)  # f(**BACKBONE_DEFAULTS): a dict the code spells out
+            else:
+                info.unknown_keywords = True
         self.ctx.calls[node] = info
         try:
             return self._call_result(info, env)
@@ -1239,6 +1263,8 @@ class Interpreter:
                 return self._call_function(self.functions[name], None, info)
             if name in _BUILTINS and name not in self.module_env:
                 return _BUILTINS[name](info.args)
+            if name == "dict" and name not in self.module_env and not info.args and not info.unknown_keywords:
+                return DictValue(tuple(info.kwargs.items()))
             if name in ("iter", "next") and name not in self.module_env and len(info.args) == 1:
                 # next(iter(loader)): one item of what iterating gives (iter() alone changes nothing we track)
                 only = info.args[0]
@@ -1276,7 +1302,7 @@ class Interpreter:
     def _bind_fields(klass: ClassInfo, info: CallInfo) -> dict[str, Value] | None:
         """A dataclass's generated ``__init__``: fields in order, each given or its class-body default."""
         fields = klass.fields or ()
-        if info.starred or len(info.args) > len(fields) or any(k.arg is None for k in info.node.keywords):
+        if info.starred or len(info.args) > len(fields) or info.unknown_keywords:
             return None
         bound = dict(zip(fields, info.args, strict=False))
         bound.update((k, v) for k, v in info.kwargs.items() if k in fields)
@@ -1296,9 +1322,11 @@ class Interpreter:
 
     def _is_global(self, name: str, env: Env) -> bool:
         """``name`` means the module-level binding here: not shadowed by a local of the same name."""
-        if self.ctx.function is None:  # module level (in any branch): a name bound once there is that binding
-            return name in self.stable_globals or env is self.module_env
-        return name not in env
+        if name not in env:
+            return True
+        # At module level (in any branch), a name bound once there is that binding; a class body's own names and
+        # a function's locals shadow it.
+        return self.ctx.function is None and self.ctx.klass is None and name in self.stable_globals
 
     def _construct(self, klass: ClassInfo, info: CallInfo) -> Value:
         """An instance of the file's class, carrying the constructor arguments the call gives (those known)."""
@@ -1349,6 +1377,9 @@ class Interpreter:
                 if not info.starred:
                     args.append(("tensors", TupleValue(tuple(info.args))))
             return InstanceValue(qualname, tuple(args), Origin(node, f"在这里创建了 `{short}`"))
+        if qualname in _NAMESPACES and not info.args and not info.unknown_keywords:
+            # SimpleNamespace(**defaults, batch_size=50): an object whose attributes are its keywords
+            return InstanceValue("namespace", (("fields", DictValue(tuple(info.kwargs.items()))),), Origin(node, short))
         if qualname in ("tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "tqdm.std.tqdm") and info.args:
             # tqdm(loader) iterates what loader does
             return InstanceValue("progress", (("of", info.args[0]),), Origin(node.args[0], "tqdm"))
@@ -2054,6 +2085,7 @@ def _known_items(iterable: Value) -> tuple[Value, ...] | None:
     return None
 
 
+_NAMESPACES = frozenset({"types.SimpleNamespace", "argparse.Namespace"})
 _LAYER_CONTAINERS = frozenset({"torch.nn.Sequential", "torch.nn.ModuleList"})
 
 

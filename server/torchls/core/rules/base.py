@@ -64,6 +64,8 @@ class CallInfo:
     # Every *unpacked argument was a sequence the interpreter knows: ``args`` holds its parts, in order, so
     # positions are known although they no longer match ``node.args``.
     spliced: bool = False
+    # Some **mapping argument is not a dict the interpreter knows: keywords beyond ``kwargs`` may be passed.
+    unknown_keywords: bool = False
     # Calling an nn.Sequential: each layer it runs (nested Sequentials flattened) with the value that reached it.
     layer_inputs: tuple[tuple[ModuleValue, Value], ...] = ()
 

@@ -57,9 +57,12 @@ class CrossEntropyClassDimLast(Rule):
         if target_dtype(target, loss.target_node, ctx) not in INTEGER_DTYPES:
             return
         a, b = x.shape, target.shape
-        if len(a) < 3 or len(b) != len(a) - 1 or not all(isinstance(d, int) for d in (*a, *b)):
+        # The batch dim may be unknown (a slice of a loader's batch): the other dims decide the layout.
+        if len(a) < 3 or len(b) != len(a) - 1 or not all(isinstance(d, int) for d in (*a[1:], *b[1:])):
             return
-        if b[0] != a[0] or tuple(b[1:]) == tuple(a[2:]) or tuple(b[1:]) != tuple(a[1:-1]):
+        if None not in (a[0], b[0]) and b[0] != a[0]:
+            return
+        if tuple(b[1:]) == tuple(a[2:]) or tuple(b[1:]) != tuple(a[1:-1]):
             return  # the expected layout, or not the class-last layout either
         if len(a) == 3:
             moved = "transpose(1, 2)"

@@ -7,6 +7,7 @@ from typing import ClassVar
 
 from torchls.core.layers import input_problem
 from torchls.core.rules.base import Context, Rule
+from torchls.core.values import TensorValue
 
 
 def recorded_problem(node: ast.AST, ctx: Context, kind: str) -> str | None:
@@ -43,6 +44,15 @@ class LayerInputRule(Rule):
         call = ctx.call(node)
         layer = call.module
         if layer is None or layer.user_class is not None:
+            return
+        if layer.qualname == "torch.nn.Sequential" and call.layer_inputs:
+            # A Sequential's first layer gets the call's input (the ones after it are TL111's business)
+            layer, first = call.layer_inputs[0]
+            if not isinstance(first, TensorValue) or layer.user_class is not None:
+                return
+            problem = input_problem(layer, first)
+            if problem is not None and problem[0] == self.problem_kind:
+                ctx.report(node, f"`Sequential` 的第一层：{problem[1]}", related=ctx.related(layer.origin))
             return
         x = ctx.tensor(call.arg_node(0, "input") or call.arg_node(0, "query"))
         if x is None:

@@ -69,8 +69,10 @@ class SequentialLayersDisconnected(Rule):
         for index, (layer, value) in enumerate(steps, 1):
             if not isinstance(value, TensorValue):
                 return
-            if layer.user_class is not None:
-                continue  # the file's own block: its forward is checked for this input where it is written
+            if index == 1 or layer.user_class is not None:
+                # The first layer meets the caller's input, not a neighbour: the layer's own rule (TL101, TL108,
+                # ...) reports that. The file's own block is checked inside its forward, for this input.
+                continue
             problem = input_problem(layer, value)
             if problem is not None:
                 ctx.report(
