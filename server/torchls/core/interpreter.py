@@ -112,15 +112,26 @@ LAYER_PARAMETERS: dict[str, tuple[str, ...]] = {
     "KLDivLoss": ("size_average", "reduce", "reduction", "log_target"),
 }
 
-SAME_SHAPE_FUNCTIONS = frozenset(
-    "torch.nn.functional." + n
-    for n in "relu relu6 leaky_relu gelu silu elu selu mish softplus hardswish hardsigmoid tanh dropout dropout1d "
-    "dropout2d normalize layer_norm group_norm batch_norm".split()
-) | frozenset("torch." + n for n in "relu tanh abs exp neg sqrt rsqrt square sign clamp clip triu tril".split())
-SAME_SHAPE_METHODS = frozenset(
-    "relu tanh abs exp neg sqrt rsqrt square sign clamp clip clamp_ clip_ abs_ relu_ add_ sub_ mul_ div_ pow_ "
-    "zero_ fill_ normal_ uniform_ masked_fill masked_fill_ neg_ exp_ sqrt_ tanh_ sigmoid_ copy_ round floor ceil "
-    "detach_ contiguous_ float_ nan_to_num".split()
+# Elementwise maths whose result is floating even for an integer input (torch.sqrt(int tensor) is float32).
+FLOATING_ELEMENTWISE = frozenset(
+    "exp expm1 log log1p log2 log10 sqrt rsqrt sin cos tan sinh cosh asin acos atan erf erfc reciprocal".split()
+)
+SAME_SHAPE_FUNCTIONS = (
+    frozenset(
+        "torch.nn.functional." + n
+        for n in "relu relu6 leaky_relu gelu silu elu selu mish softplus hardswish hardsigmoid tanh dropout "
+        "dropout1d dropout2d normalize layer_norm group_norm batch_norm".split()
+    )
+    | frozenset("torch." + n for n in "relu tanh abs neg square sign clamp clip triu tril flip".split())
+    | frozenset("torch." + n for n in FLOATING_ELEMENTWISE)
+)
+SAME_SHAPE_METHODS = (
+    frozenset(
+        "relu tanh abs neg square sign clamp clip clamp_ clip_ abs_ relu_ add_ sub_ mul_ div_ pow_ "
+        "zero_ fill_ normal_ uniform_ masked_fill masked_fill_ neg_ exp_ sqrt_ tanh_ sigmoid_ copy_ round floor ceil "
+        "detach_ contiguous_ float_ nan_to_num triu tril flip pow".split()
+    )
+    | FLOATING_ELEMENTWISE
 )
 INPLACE_METHODS = frozenset(
     "add_ sub_ mul_ div_ pow_ zero_ fill_ normal_ uniform_ masked_fill_ clamp_ clip_ abs_ relu_ neg_ exp_ sqrt_ "
@@ -365,7 +376,7 @@ class Interpreter:
         return value
 
     def _generic(self, node: ast.AST, env: Env) -> Value:
-        if isinstance(node, ast.ListComp | ast.GeneratorExp) and len(node.generators) == 1:
+        if isinstance(node, ast.ListComp | ast.GeneratorExp | ast.DictComp) and len(node.generators) == 1:
             unrolled = self._unrolled_comprehension(node, env)
             if unrolled is not None:
                 return unrolled
@@ -393,8 +404,9 @@ class Interpreter:
             self._walk_child(child, env)
         return None
 
-    def _unrolled_comprehension(self, node: ast.ListComp | ast.GeneratorExp, env: Env) -> Value:
-        """``[Block(d) for _ in range(depth)]`` over a short known sequence: the list of what each item gives."""
+    def _unrolled_comprehension(self, node: ast.ListComp | ast.GeneratorExp | ast.DictComp, env: Env) -> Value:
+        """``[Block(d) for _ in range(depth)]`` over a short known sequence: the list of what each item gives
+        (``{k: f(v) for k, v in d.items()}``: the dict, when every key is a literal)."""
         generator = node.generators[0]
         if generator.ifs or generator.is_async:
             return None
@@ -403,10 +415,19 @@ class Interpreter:
             return None
         self._unroll_budget -= len(items)
         results = []
+        keys: list[Value] = []
         for item in items:
             inner = dict(env)
             self.bind(generator.target, item, inner)
-            results.append(self.expr(node.elt, inner))
+            if isinstance(node, ast.DictComp):
+                keys.append(self.expr(node.key, inner))
+                results.append(self.expr(node.value, inner))
+            else:
+                results.append(self.expr(node.elt, inner))
+        if isinstance(node, ast.DictComp):
+            if not all(isinstance(k, Literal) for k in keys):
+                return None
+            return DictValue(tuple((k.value, v) for k, v in zip(keys, results, strict=True)))  # type: ignore[union-attr]
         return TupleValue(tuple(results))
 
     def _walk_child(self, child: ast.AST, env: Env) -> None:
@@ -1263,8 +1284,14 @@ class Interpreter:
                 return self._call_function(self.functions[name], None, info)
             if name in _BUILTINS and name not in self.module_env:
                 return _BUILTINS[name](info.args)
-            if name == "dict" and name not in self.module_env and not info.args and not info.unknown_keywords:
-                return DictValue(tuple(info.kwargs.items()))
+            if name == "dict" and name not in self.module_env and not info.unknown_keywords:
+                if not info.args:
+                    return DictValue(tuple(info.kwargs.items()))
+                if len(info.args) == 1 and isinstance(info.args[0], DictValue):
+                    return DictValue(info.args[0].items + tuple(info.kwargs.items()))
+            if name in ("list", "tuple") and name not in self.module_env and len(info.args) == 1:
+                items = _known_items(info.args[0])
+                return TupleValue(items) if items is not None else None
             if name in ("iter", "next") and name not in self.module_env and len(info.args) == 1:
                 # next(iter(loader)): one item of what iterating gives (iter() alone changes nothing we track)
                 only = info.args[0]
@@ -1319,6 +1346,19 @@ class Interpreter:
         if name in sink:
             self.ctx.klass.unstable.add(name)
         sink[name] = tensor.with_(registered=True, device=None) if isinstance(tensor, TensorValue) else None
+
+    def _field_default(self, info: CallInfo, env: Env) -> Value:
+        """``field(default=...)`` or ``field(default_factory=lambda: [...])``: the value a new instance gets."""
+        if "default" in info.kwargs:
+            return info.kwargs["default"]
+        factory = info.arg_node(0, "default_factory") if info.has_keyword("default_factory") else None
+        if isinstance(factory, ast.Lambda) and not factory.args.args:
+            return self.expr(factory.body, env)
+        if isinstance(factory, ast.Name) and factory.id in ("list", "tuple") and self._is_global(factory.id, env):
+            return TupleValue(())
+        if isinstance(factory, ast.Name) and factory.id == "dict" and self._is_global(factory.id, env):
+            return DictValue(())
+        return None
 
     def _is_global(self, name: str, env: Env) -> bool:
         """``name`` means the module-level binding here: not shadowed by a local of the same name."""
@@ -1377,6 +1417,8 @@ class Interpreter:
                 if not info.starred:
                     args.append(("tensors", TupleValue(tuple(info.args))))
             return InstanceValue(qualname, tuple(args), Origin(node, f"在这里创建了 `{short}`"))
+        if qualname == "dataclasses.field":
+            return self._field_default(info, env)
         if qualname in _NAMESPACES and not info.args and not info.unknown_keywords:
             # SimpleNamespace(**defaults, batch_size=50): an object whose attributes are its keywords
             return InstanceValue("namespace", (("fields", DictValue(tuple(info.kwargs.items()))),), Origin(node, short))
@@ -1417,7 +1459,7 @@ class Interpreter:
                 origin=Origin(node, "在这里做了 one_hot（结果是整数）"),
             )
         if qualname in SAME_SHAPE_FUNCTIONS:
-            return self._same_shape(receiver)
+            return self._same_shape(receiver, qualname)
         if qualname in ("torch.cat", "torch.concat", "torch.concatenate", "torch.stack"):
             return self._join(short, info)
         if qualname in ("torch.matmul", "torch.mm", "torch.bmm"):
@@ -1667,7 +1709,7 @@ class Interpreter:
             return TensorValue(
                 shape=tensor.shape,
                 tail=tensor.tail,
-                dtype=tensor.dtype,
+                dtype=_elementwise_dtype(method, tensor.dtype),
                 device=tensor.device,
                 requires_grad=tensor.requires_grad,
                 is_leaf=tensor.is_leaf if keep_leaf else False,
@@ -1785,11 +1827,11 @@ class Interpreter:
             shape=shape, tail=None, strides=strides, is_leaf=False, contiguous=True if tensor.contiguous else None
         )
 
-    def _same_shape(self, tensor: TensorValue) -> TensorValue:
+    def _same_shape(self, tensor: TensorValue, qualname: str = "") -> TensorValue:
         return TensorValue(
             shape=tensor.shape,
             tail=tensor.tail,
-            dtype=tensor.dtype,
+            dtype=_elementwise_dtype(qualname.rsplit(".", 1)[-1], tensor.dtype),
             device=tensor.device,
             requires_grad=tensor.requires_grad,
             is_leaf=False,
@@ -2063,6 +2105,12 @@ def _moved(module: ModuleValue, device: str) -> ModuleValue:
     return ModuleValue(module.qualname, module.args, children, module.user_class, device, module.origin)
 
 
+def _elementwise_dtype(operation: str, dtype: str | None) -> str | None:
+    if operation in FLOATING_ELEMENTWISE and (dtype in INTEGER_DTYPES or dtype == "torch.bool"):
+        return "torch.float32"  # unless the default dtype was changed, which _create already watches for
+    return dtype
+
+
 def _merged(values: Any) -> Value:
     """The value every one of ``values`` agrees on (see ``values.merge``); None for none."""
     result: Value = None
@@ -2117,6 +2165,8 @@ def _length(args: list[Value]) -> Value:
         return Literal(only.shape[0])
     if isinstance(only, Literal) and isinstance(only.value, str):
         return Literal(len(only.value))
+    if isinstance(only, DictValue):
+        return Literal(len(only.items))
     return None
 
 
