@@ -184,6 +184,7 @@ class ClassInfo:
     bases: tuple[ClassInfo, ...] = ()  # the file's own classes this one derives from, nearest first
     class_attributes: dict[str, Value] = field(default_factory=dict)  # assigned in the class body
     fields: tuple[str, ...] | None = None  # a dataclass's fields, in order (None: not a dataclass)
+    _moves: bool | None = None
     methods: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = field(default_factory=dict)
 
     @property
@@ -204,6 +205,13 @@ class ClassInfo:
                 seen.append(klass)
                 stack.extend(klass.bases)
         return seen
+
+    @property
+    def moves_to_device(self) -> bool:
+        """The class's code calls ``.cuda()`` or ``.to(...)``: what it makes may not stay where its input is."""
+        if self._moves is None:
+            self._moves = _moves_to_device(self.node)
+        return self._moves
 
     def is_unstable(self, name: str) -> bool:
         return any(name in klass.unstable for klass in self.chain())
@@ -1381,7 +1389,7 @@ class Interpreter:
             return ModuleValue(klass.torch_base or "torch.nn.Module", arguments, user_class=klass.name, origin=origin)
         facts: list[tuple[str, Any]] = [("class", klass.name), ("init", arguments)]
         if klass.torch_base and klass.torch_base.startswith("torch.utils.data."):
-            return InstanceValue("dataset", (("on_cpu", not _moves_to_device(klass.node)), *facts), origin)
+            return InstanceValue("dataset", (("on_cpu", not klass.moves_to_device), *facts), origin)
         return InstanceValue("user", tuple(facts), origin)
 
     # ---- torch functions and classes
@@ -1912,7 +1920,7 @@ class Interpreter:
                 returned = self._call_function(forward, self._defining_class(klass, "forward"), info, module)
             if isinstance(returned, TensorValue):
                 # A moved model computes on its device, unless its own code moves tensors around.
-                device = module.device if klass is not None and not _moves_to_device(klass.node) else None
+                device = module.device if klass is not None and not klass.moves_to_device else None
                 if module.device is None:
                     device = returned.device  # not moved as a whole: where its forward computed, for this input
                 return TensorValue(

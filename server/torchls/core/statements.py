@@ -23,6 +23,22 @@ def child_statements(node: ast.AST) -> list[ast.stmt]:
     return found
 
 
+def nested_statements(node: ast.AST, into_definitions: bool = True) -> list[ast.stmt]:
+    """Every statement inside ``node`` at any depth (not ``node`` itself), in no particular order.
+
+    ``into_definitions=False`` stops at nested functions and classes (they are listed, their bodies are not).
+    Cheaper than ``ast.walk`` whenever only statements matter (assignments, ``with``, ``for``).
+    """
+    found: list[ast.stmt] = []
+    stack = list(child_statements(node))
+    while stack:
+        statement = stack.pop()
+        found.append(statement)
+        if into_definitions or not isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            stack.extend(child_statements(statement))
+    return found
+
+
 def statement_targets(node: ast.stmt) -> list[ast.expr]:
     """The expressions a statement binds (assignment targets, loop variables, ``with ... as``)."""
     if isinstance(node, ast.Assign):

@@ -136,10 +136,7 @@ class Context:
         """Child -> parent for the whole file, built on first use and shared by every rule."""
         table = self.file_facts.get("parents")
         if table is None:
-            table = {}
-            for node in ast.walk(self.tree):
-                for child in ast.iter_child_nodes(node):
-                    table[child] = node
+            table = _parent_table(self.tree)
             self.file_facts["parents"] = table
         return table
 
@@ -214,3 +211,25 @@ class Context:
             return ()
         span = self.source.span_from_ast(origin.node)
         return (Related(span, origin.what),) if span is not None else ()
+
+
+def _parent_table(tree: ast.AST) -> dict[ast.AST, ast.AST]:
+    """Child -> parent. Reads ``_fields`` directly (``ast.walk`` costs twice as much on big files) and skips the
+    shared ``Load``/``Store`` context singletons, which have no single parent."""
+    table: dict[ast.AST, ast.AST] = {}
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        for name in node._fields:
+            if name == "ctx":
+                continue
+            value = getattr(node, name, None)
+            if isinstance(value, list):
+                for item in value:
+                    if isinstance(item, ast.AST):
+                        table[item] = node
+                        stack.append(item)
+            elif isinstance(value, ast.AST):
+                table[value] = node
+                stack.append(value)
+    return table

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from torchls.core.findings import Related
 from torchls.core.rules.base import CallInfo, Context
+from torchls.core.statements import nested_statements
 from torchls.core.values import (
     ACCELERATOR,
     CPU,
@@ -390,7 +391,7 @@ def default_device_may_change(ctx: Context) -> bool:
         text = ctx.source.text
         cached = "set_default_tensor_type" in text or "set_default_device" in text
         if not cached:
-            for node in ast.walk(ctx.tree):
+            for node in nested_statements(ctx.tree):  # `with` is a statement: no need to visit every expression
                 if isinstance(node, ast.With | ast.AsyncWith):
                     for item in node.items:
                         expr = item.context_expr

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from torchls.core.findings import Fix, Severity
 from torchls.core.rules.base import Context, Rule
 from torchls.core.rules.loop import flow, modules
+from torchls.core.statements import nested_statements
 from torchls.core.values import ModuleValue
 
 # Names a ModuleDict key may not take: attributes every nn.Module (and ModuleDict) already has.
@@ -78,10 +79,10 @@ class LayersInPlainContainer(Rule):
         if info is None or info.node is not node or not modules.is_module_class(info, ctx):
             return
         methods = [m for m in node.body if isinstance(m, ast.FunctionDef | ast.AsyncFunctionDef)]
-        if any(_registers_by_hand(m) for m in methods) or any(m.name in _REGISTRY_OVERRIDES for m in methods):
+        if any(m.name in _REGISTRY_OVERRIDES for m in methods):
             return
-        containers = _containers(methods)
-        if not containers:
+        containers = _containers(methods)  # first: most classes have none, and this is the cheaper walk
+        if not containers or any(_registers_by_hand(m) for m in methods):
             return
         for method in methods:
             me = _self_name(method)
@@ -146,7 +147,8 @@ def _containers(methods: list[ast.FunctionDef | ast.AsyncFunctionDef]) -> dict[s
     assigned: dict[str, list[tuple[ast.Attribute, ast.expr | None]]] = {}
     for method in methods:
         me = _self_name(method)
-        for node in flow.scope_nodes(method):
+        # Only statements assign attributes (a walrus binds names only); nested functions are their own scope.
+        for node in nested_statements(method, into_definitions=False):
             targets: list[ast.expr] = []
             value: ast.expr | None = None
             if isinstance(node, ast.Assign):
