@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from torchls.core import layers, shapes
+from torchls.core import layers, modes, shapes
 from torchls.core.facts import DTYPE_METHODS
 from torchls.core.rules.base import CallInfo, Context, Rule
 from torchls.core.statements import assigned_names, self_attributes_assigned, target_names
@@ -184,6 +184,8 @@ class ClassInfo:
     bases: tuple[ClassInfo, ...] = ()  # the file's own classes this one derives from, nearest first
     class_attributes: dict[str, Value] = field(default_factory=dict)  # assigned in the class body
     fields: tuple[str, ...] | None = None  # a dataclass's fields, in order (None: not a dataclass)
+    # Constructor arguments -> what __init__ (and the bases' __init__ it calls) assigned to self for them.
+    instances: dict[tuple, dict[str, Value]] = field(default_factory=dict)
     _moves: bool | None = None
     methods: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = field(default_factory=dict)
 
@@ -227,6 +229,13 @@ class ClassInfo:
             if name in klass.class_attributes:
                 return klass.class_attributes[name]
         return None
+
+    def instance_attributes(self, arguments: tuple) -> dict[str, Value] | None:
+        """What ``self`` holds in an instance built with ``arguments``, once the interpreter has built one."""
+        try:
+            return self.instances.get(arguments) if arguments else None
+        except TypeError:
+            return None
 
     def method(self, name: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
         for klass in self.chain():
@@ -315,7 +324,6 @@ class Interpreter:
         self._defaults: dict[ast.AST, dict[str, Value]] = {}
         self._generic_returns: dict[ast.AST, Value] = {}
         self._specialised: dict[tuple, Value] = {}
-        self._instances: dict[tuple, dict[str, Value]] = {}
         self._active: list[ast.AST] = []  # the functions being evaluated for a call, innermost last
         self._budget = _SPECIALISATION_BUDGET
         self._attribute_sink: dict[str, Value] | None = None  # where `self.x = ...` in __init__ goes
@@ -1079,9 +1087,8 @@ class Interpreter:
         self, klass: ClassInfo, owner: Value, arguments: tuple[tuple[str, Value], ...]
     ) -> dict[str, Value] | None:
         """What ``__init__`` assigns to ``self`` for these constructor arguments (evaluated once per arguments)."""
-        key = (klass.name, arguments)
         try:
-            cached = self._instances.get(key)
+            cached = klass.instances.get(arguments)
         except TypeError:  # a value that cannot be a key: evaluate nothing rather than guess
             return None
         if cached is not None:
@@ -1090,9 +1097,9 @@ class Interpreter:
         if init is None:
             return None
         attributes: dict[str, Value] = {}
-        self._instances[key] = attributes  # a class that builds another of itself sees what is there so far
+        klass.instances[arguments] = attributes  # a class that builds another of itself sees what is there so far
         if isinstance(owner, ModuleValue):
-            owner = ModuleValue(owner.qualname, owner.args, owner.children, owner.user_class, None, owner.origin)
+            owner = owner.with_(device=None, training=None)
         self._specialise(init, self._defining_class(klass, "__init__"), dict(arguments), owner, None, attributes)
         return attributes
 
@@ -1158,6 +1165,27 @@ class Interpreter:
         returned = self._specialise(function, klass, given, self_value, info.node, self._attribute_sink_for(function))
         self._specialised[key] = returned
         return returned
+
+    def _after_call(
+        self, function: ast.FunctionDef | ast.AsyncFunctionDef, info: CallInfo, env: Env, skip_first: bool
+    ) -> None:
+        """What a call of the file's function leaves behind in the caller's models: their train/eval mode.
+
+        ``train_epoch(model, ...)`` that calls ``model.train()`` leaves it in train mode; one that may call
+        ``eval()`` or hand the model on to unknown code leaves the mode unknown.
+        """
+        names = [a.arg for a in [*function.args.posonlyargs, *function.args.args]][1 if skip_first else 0 :]
+        effects = modes.mode_effects(function, self.functions)
+        if not effects:
+            return
+        passed: list[tuple[str, ast.expr]] = list(zip(names, info.node.args, strict=False))
+        passed += [(k.arg, k.value) for k in info.node.keywords if k.arg is not None]
+        for parameter, argument in passed:
+            if parameter not in effects or not isinstance(argument, ast.Name):
+                continue
+            model = self._load(argument.id, env)
+            if isinstance(model, ModuleValue):
+                env[argument.id] = model.with_(training=effects[parameter])
 
     def _attribute_sink_for(self, function: ast.AST) -> dict[str, Value] | None:
         """``super().__init__(...)`` of an instance being built assigns into that instance; nothing else does."""
@@ -1270,7 +1298,7 @@ class Interpreter:
             if isinstance(receiver, ModuleValue):
                 return self._module_method(receiver, info, env)
             if isinstance(receiver, InstanceValue):
-                return self._user_method(receiver, info)
+                return self._user_method(receiver, info, env)
             if isinstance(receiver, TupleValue) and info.method in ("append", "extend"):
                 self._grow_list(receiver, info, env)
             if isinstance(receiver, DictValue) and not info.args:
@@ -1289,7 +1317,9 @@ class Interpreter:
             if name in self.classes:
                 return self._construct(self.classes[name], info)
             if name in self.functions:
-                return self._call_function(self.functions[name], None, info)
+                returned = self._call_function(self.functions[name], None, info)
+                self._after_call(self.functions[name], info, env, skip_first=False)
+                return returned
             if name in _BUILTINS and name not in self.module_env:
                 return _BUILTINS[name](info.args)
             if name == "dict" and name not in self.module_env and not info.unknown_keywords:
@@ -1386,7 +1416,9 @@ class Interpreter:
         arguments = tuple(bound.items()) if bound and any(v is not None for v in bound.values()) else ()
         origin = Origin(info.node, f"在这里创建了 `{klass.name}`")
         if klass.is_module:
-            return ModuleValue(klass.torch_base or "torch.nn.Module", arguments, user_class=klass.name, origin=origin)
+            return ModuleValue(
+                klass.torch_base or "torch.nn.Module", arguments, user_class=klass.name, origin=origin, training=True
+            )
         facts: list[tuple[str, Any]] = [("class", klass.name), ("init", arguments)]
         if klass.torch_base and klass.torch_base.startswith("torch.utils.data."):
             return InstanceValue("dataset", (("on_cpu", not klass.moves_to_device), *facts), origin)
@@ -1596,7 +1628,9 @@ class Interpreter:
             children = tuple(v if isinstance(v, ModuleValue) else None for v in info.args)
             if node.keywords or info.starred:
                 children = ()
-            return ModuleValue(qualname, children=children, origin=Origin(node, "在这里定义了 `Sequential`"))
+            return ModuleValue(
+                qualname, children=children, origin=Origin(node, "在这里定义了 `Sequential`"), training=True
+            )
         if short == "ModuleList":
             given = info.arg(0, "modules")
             children = (
@@ -1604,7 +1638,9 @@ class Interpreter:
                 if isinstance(given, TupleValue)
                 else ()
             )
-            return ModuleValue(qualname, children=children, origin=Origin(node, "在这里定义了 `ModuleList`"))
+            return ModuleValue(
+                qualname, children=children, origin=Origin(node, "在这里定义了 `ModuleList`"), training=True
+            )
         names = LAYER_PARAMETERS.get(short, ())
         args: list[tuple[str, Any]] = []
         for index, value in enumerate(info.args):
@@ -1612,7 +1648,7 @@ class Interpreter:
                 args.append((names[index], _literal(value) if not isinstance(value, ModuleValue) else value))
         for key, value in info.kwargs.items():
             args.append((key, _literal(value)))
-        return ModuleValue(qualname, tuple(args), origin=Origin(node, f"在这里定义了 `{short}`"))
+        return ModuleValue(qualname, tuple(args), origin=Origin(node, f"在这里定义了 `{short}`"), training=True)
 
     # ---- tensor methods
 
@@ -1889,26 +1925,40 @@ class Interpreter:
                         continue  # model.to(torch.float16): a dtype, not a device
                     device = value.device if isinstance(value, TensorValue) else parse_device(value)
                     break
-            moved = ModuleValue(module.qualname, module.args, module.children, module.user_class, device, module.origin)
+            moved = module.with_(device=device)
             func = info.node.func
             if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
                 env[func.value.id] = moved  # modules move in place: the name now holds the moved model
             return moved
-        if method in ("train", "eval", "requires_grad_", "float", "half", "double"):
+        if method in ("train", "eval"):
+            mode: bool | None = False
+            if method == "train":
+                given = _literal(info.arg(0, "mode"))
+                written = bool(info.node.args or info.node.keywords)
+                mode = given if isinstance(given, bool) else (None if written else True)
+            changed = module.with_(training=mode)
+            func = info.node.func
+            if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+                env[func.value.id] = changed  # modes change in place, like devices
+            return changed
+        if method in ("requires_grad_", "float", "half", "double"):
             return module
         if method in ("parameters", "named_parameters"):
             return InstanceValue("torch.nn.Module." + method)
         if method == "forward":
             return self._apply_module(module, CallInfo(info.node, args=info.args, kwargs=info.kwargs))
-        return self._user_method(module, info)
+        return self._user_method(module, info, env)
 
-    def _user_method(self, receiver: Value, info: CallInfo) -> Value:
+    def _user_method(self, receiver: Value, info: CallInfo, env: Env | None = None) -> Value:
         """``obj.method(...)`` where ``obj`` is an instance of the file's class: the method, for this call."""
         klass = self._user_class_of(receiver)
         function = klass.method(info.method) if klass is not None and info.method else None
         if function is None:
             return None
-        return self._call_function(function, self._defining_class(klass, info.method), info, receiver)
+        returned = self._call_function(function, self._defining_class(klass, info.method), info, receiver)
+        if env is not None:
+            self._after_call(function, info, env, skip_first=True)
+        return returned
 
     def _apply_module(self, module: ModuleValue, info: CallInfo) -> Value:
         """The value of calling a layer (or a user model) on the call's arguments."""
@@ -2110,7 +2160,7 @@ def _is_dataclass_decorator(decorator: ast.expr, ctx: Context) -> bool:
 def _moved(module: ModuleValue, device: str) -> ModuleValue:
     """``module`` after ``.to(device)`` of a module holding it: the layers it contains moved too."""
     children = tuple(_moved(c, device) if c is not None and c.device is None else c for c in module.children)
-    return ModuleValue(module.qualname, module.args, children, module.user_class, device, module.origin)
+    return module.with_(children=children, device=device)
 
 
 def _elementwise_dtype(operation: str, dtype: str | None) -> str | None:

@@ -99,12 +99,16 @@ class ModuleValue:
     user_class: str | None = None
     device: str | None = None
     origin: Origin | None = None
+    training: bool | None = None  # train mode (True for a new module), eval mode (False), or not known
 
     def arg(self, name: str, default: Any = None) -> Any:
         for key, value in self.args:
             if key == name:
                 return value
         return default
+
+    def with_(self, **changes: Any) -> ModuleValue:
+        return replace(self, **changes)
 
     def has_arg(self, name: str) -> bool:
         return any(key == name for key, _ in self.args)
@@ -196,6 +200,15 @@ def merge(a: Value, b: Value) -> Value:
     """The value a name has after two branches: kept only where both agree."""
     if a == b:
         return a
+    if (
+        isinstance(a, ModuleValue)
+        and isinstance(b, ModuleValue)
+        and a.with_(device=None, training=None) == b.with_(device=None, training=None)
+    ):
+        # the same module, moved or put in eval mode on one path only
+        return a.with_(
+            device=a.device if a.device == b.device else None, training=a.training if a.training == b.training else None
+        )
     if isinstance(a, TensorValue) and isinstance(b, TensorValue):
         shape = None
         if a.shape is not None and b.shape is not None and len(a.shape) == len(b.shape):

@@ -58,15 +58,34 @@ class EvalWithoutModelEval(Rule):
         reported = ctx.file_facts.setdefault("TL403.reported", set())
         if (id(scope), name) in reported or _only_shape_used(node, ctx) or _part_of_training_step(node, ctx):
             return
-        layers = _model_layers(scope, name, node, ctx)
-        if not layers or _mode_may_change(scope, name, ctx) or not _has_weights(scope, name, ctx):
+        if flow.is_parameter(scope, name):
+            layers = _given_in_train_mode(node, ctx)
+            trained = flow.file_mentions(ctx, "backward")  # the file trains the model it hands to this function
+        else:
+            layers = _model_layers(scope, name, node, ctx)
+            trained = bool(layers) and _has_weights(scope, name, ctx)
+        if not layers or _mode_may_change(scope, name, ctx) or not trained:
             return
         reported.add((id(scope), name))
         kinds = sorted({kind for kind, _ in layers})
         shown = "、".join(f"`{k}`" for k in kinds[:3])
         message = f"在无梯度模式下调用 `{name}` 做推理，但从没调用 `{name}.eval()`：其中的 {shown} 仍按训练模式工作"
+        if flow.is_parameter(scope, name):
+            message = (
+                f"传进来的 `{name}` 还在训练模式（调用方没有把它切换到 eval 模式），这里在无梯度模式下用它推理，"
+                f"却没有先 `{name}.eval()`：其中的 {shown} 仍按训练模式工作"
+            )
         origin = next((o for _, o in layers if o is not None), None)
         ctx.report(node, message, related=ctx.related(origin))
+
+
+def _given_in_train_mode(node: ast.Call, ctx: Context) -> list[tuple[str, Origin | None]]:
+    """A model passed in as a parameter, evaluated for one call (``validate(model, loader)``) whose caller
+    provably left it in train mode: its mode-dependent layers."""
+    model = ctx.value(node.func)
+    if ctx.call_site is None or not isinstance(model, ModuleValue) or model.training is not True:
+        return []
+    return [(modules.short(layer), layer.origin) for layer in modules.mode_dependent_layers(model, ctx)]
 
 
 def _model_layers(scope: flow.Scope, name: str, node: ast.Call, ctx: Context) -> list[tuple[str, Origin | None]]:

@@ -81,13 +81,15 @@ def mode_dependent_layers(module: Any, ctx: Context, seen: frozenset[str] = froz
     if not isinstance(module, ModuleValue):
         return []
     if module.user_class is not None:
-        return _user_class_layers(module.user_class, ctx, seen)
+        return _user_class_layers(module.user_class, ctx, seen, module.args)
     if not module.qualname.startswith("torch.nn."):
         return []
     name = short(module)
     call = module.origin.node if module.origin is not None else None
     if name in DROPOUTS:
         given, p = literal_argument(call, 0, "p")
+        if p is ... and isinstance(module.arg("p"), int | float):
+            p = module.arg("p")  # nn.Dropout(p) with p the interpreter worked out (a constructor argument)
         return [module] if not given or _positive(p) else []
     if name in BATCH_NORMS:
         given, track = literal_argument(call, 4, "track_running_stats")
@@ -107,7 +109,7 @@ def classes(ctx: Context) -> dict[str, ClassInfo]:
     return ctx.file_facts.get("classes", {})
 
 
-def _user_class_layers(name: str, ctx: Context, seen: frozenset[str]) -> list[ModuleValue]:
+def _user_class_layers(name: str, ctx: Context, seen: frozenset[str], arguments: tuple = ()) -> list[ModuleValue]:
     if name in seen:
         return []
     info = classes(ctx).get(name)
@@ -120,9 +122,12 @@ def _user_class_layers(name: str, ctx: Context, seen: frozenset[str]) -> list[Mo
         return []  # a class that manages its own mode
     used = _self_attributes_read(methods)
     found: list[ModuleValue] = []
-    for klass in family:
-        for attribute, value in klass.attributes.items():
-            if attribute in used and attribute not in klass.unstable:
+    built = info.instance_attributes(arguments)  # this instance's own layers, sized by its arguments
+    unstable = {a for klass in family for a in klass.unstable}
+    tables = [built] if built is not None else [klass.attributes for klass in family]
+    for table in tables:
+        for attribute, value in table.items():
+            if attribute in used and attribute not in unstable:
                 found.extend(mode_dependent_layers(value, ctx, seen))
     return found
 

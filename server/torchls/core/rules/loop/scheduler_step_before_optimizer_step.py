@@ -69,7 +69,7 @@ class SchedulerStepBeforeOptimizerStep(Rule):
         later = [
             n for n in flow.scope_nodes(scope) if isinstance(n, ast.Call) and flow.position(n) > flow.position(node)
         ]
-        if not any(_steps_optimizer(call, optimizer, ctx) for call in later):
+        if not any(_steps_optimizer(call, optimizer, ctx) or _hands_to_stepper(call, optimizer, ctx) for call in later):
             return
         message = f"`{name}.step()` 在第一次 `optimizer.step()` 之前调用：学习率曲线会跳过第一个值，torch 也会警告"
         ctx.report(node, message)
@@ -147,15 +147,48 @@ def _steps_optimizer(call: ast.Call, optimizer: str | None, ctx: Context) -> boo
     )
 
 
+def _hands_to_stepper(call: ast.Call, optimizer: str | None, ctx: Context) -> bool:
+    """``train_one_epoch(model, loader, optimizer)``: the optimizer goes to a function of this file that steps
+    something, directly or through the functions it calls (``apply_gradients`` doing ``optimizer.step()``)."""
+    if optimizer is None:
+        return False
+    arguments = [a.value if isinstance(a, ast.Starred) else a for a in call.args] + [k.value for k in call.keywords]
+    if not any(isinstance(a, ast.Name) and a.id == optimizer for a in arguments):
+        return False
+    func = call.func
+    called = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+    return called is not None and called in _stepping_functions(ctx)
+
+
 def _stepping_functions(ctx: Context) -> set[str]:
-    """Functions and methods of this file whose body calls some ``.step(...)``."""
+    """Functions and methods of this file whose body calls some ``.step(...)``, or calls one that does."""
     cached = ctx.file_facts.get("TL406.stepping")
     if cached is None:
+        calls: dict[str, set[str]] = {}
         cached = set()
         for node in ast.walk(ctx.tree):
-            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and any(
-                isinstance(n, ast.Attribute) and n.attr == "step" for n in ast.walk(node)
-            ):
-                cached.add(node.name)
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                called = calls.setdefault(node.name, set())
+                for inner in ast.walk(node):
+                    if isinstance(inner, ast.Attribute) and inner.attr == "step":
+                        cached.add(node.name)
+                    elif isinstance(inner, ast.Call):
+                        func = inner.func
+                        name = (
+                            func.id
+                            if isinstance(func, ast.Name)
+                            else func.attr
+                            if isinstance(func, ast.Attribute)
+                            else None
+                        )
+                        if name:
+                            called.add(name)
+        changed = True
+        while changed:  # callers of stepping functions step too
+            changed = False
+            for name, called in calls.items():
+                if name not in cached and called & cached:
+                    cached.add(name)
+                    changed = True
         ctx.file_facts["TL406.stepping"] = cached
     return cached
