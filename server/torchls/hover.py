@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from torchls.core.name_guess import IMPORTED_OTHERS, TENSOR, tensor_member_by_name
 from torchls.core.names import Target
 from torchls.core.text import Position, Span
+from torchls.core.values import TensorValue
 from torchls.docinfo import JediHit, SymbolDoc
 from torchls.kb.render import render_card, render_fallback, render_param
 from torchls.kb.schema import Entry
@@ -113,8 +114,11 @@ async def hover(
         if not is_torch_name(target.qualname):
             return None
         if target.kind == "instance" and target.qualname == TENSOR:
-            return None  # a tensor variable: its class card would only be noise
+            return _value_hover(document, position)  # a tensor variable: what the analysis knows, not a class card
         return await _name_hover(session, target.qualname, target.kind == "instance", target.span, card_links)
+    known = _value_hover(document, position)
+    if known is not None:
+        return known  # a tensor the analysis follows (a forward's input, a helper's result): no jedi needed
     span = target.span if target is not None else None
     guess = _guessed_member(session, index, position)
     try:
@@ -131,6 +135,19 @@ async def hover(
     if entry is None:
         return HoverResult(render_fallback(public, hit.doc, heading), span)
     return HoverResult(_card(session, entry, hit.doc, heading, card_links), span)
+
+
+def _value_hover(document, position: Position) -> HoverResult | None:
+    """``x: Tensor (64, ?, 10) · float32 · cuda`` from the checker's analysis of this document version."""
+    if document is None:
+        return None  # a long file just opened: its analysis comes with its index
+    found = document.values().at(position)
+    if found is None or not isinstance(found.value, TensorValue):
+        return None
+    from torchls.core.values_at import describe  # with the checker's modules, loaded by values()
+
+    markdown = describe(found, document.values().source)
+    return HoverResult(markdown, found.span) if markdown else None
 
 
 def document_line(text: str, line: int) -> str:

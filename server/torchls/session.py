@@ -21,6 +21,7 @@ from torchls.core.findings import Severity
 
 if TYPE_CHECKING:
     from torchls.core.checker import CheckResult
+    from torchls.core.values_at import FileValues
 from torchls.check_worker import CheckWorker
 from torchls.core.names import ModuleIndex
 from torchls.core.parsing import parse_tolerant
@@ -57,6 +58,15 @@ class _IndexedDocument:
     index: ModuleIndex
     blanked_lines: frozenset[int]
     lines: list[str]  # of ``text``; the index may be of an earlier text (see Session.index_for_line)
+    _values: FileValues | None = None
+
+    def values(self) -> FileValues:
+        """The checker's analysis of this version (values by position), computed on first use."""
+        if self._values is None:
+            from torchls.core.values_at import FileValues  # the checker's modules: loaded on the first such hover
+
+            self._values = FileValues(self.index.tree, SourceText(self.text))
+        return self._values
 
 
 class Session:

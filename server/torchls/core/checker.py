@@ -52,7 +52,7 @@ class Checker:
             return CheckResult([], parsed_error)
         parsed = parse_tolerant(text)
         source = SourceText(text)
-        ctx = Context(source, _imports(parsed.tree))
+        ctx = Context(source, import_table(parsed.tree))
         rules = [
             cls()
             for cls in self.rule_classes
@@ -94,7 +94,7 @@ def _syntax_error(text: str) -> str | None:
     return None
 
 
-def _imports(tree: ast.Module) -> dict[str, str]:
+def import_table(tree: ast.Module) -> dict[str, str]:
     """Local name -> qualified module or object, for every absolute import in the file (statements only)."""
     table: dict[str, str] = {}
     stack: list[ast.AST] = list(tree.body)

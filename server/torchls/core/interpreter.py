@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import logging
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -129,7 +130,8 @@ SAME_SHAPE_METHODS = (
     frozenset(
         "relu tanh abs neg square sign clamp clip clamp_ clip_ abs_ relu_ add_ sub_ mul_ div_ pow_ "
         "zero_ fill_ normal_ uniform_ masked_fill masked_fill_ neg_ exp_ sqrt_ tanh_ sigmoid_ copy_ round floor ceil "
-        "detach_ contiguous_ float_ nan_to_num triu tril flip pow".split()
+        "detach_ contiguous_ float_ nan_to_num triu tril flip pow index_add index_add_ index_fill index_fill_ "
+        "index_copy index_copy_ scatter scatter_ scatter_add scatter_add_ masked_scatter masked_scatter_".split()
     )
     | FLOATING_ELEMENTWISE
 )
@@ -329,6 +331,8 @@ class Interpreter:
         self._attribute_sink: dict[str, Value] | None = None  # where `self.x = ...` in __init__ goes
         self._depth = 0  # how many specialised evaluations are running, one inside the other
         self._unroll_budget = _UNROLL_BUDGET
+        # When set, what specialised evaluations found for each node, merged over every call (see core/values_at)
+        self.call_values: dict[ast.AST, Value] | None = None
 
     @staticmethod
     def _discard(_value: Value) -> None:
@@ -993,6 +997,8 @@ class Interpreter:
             return self._derived(left, right, shape)  # type: ignore[arg-type]
         tensor = tensors[0]
         other = right if tensor is left else left
+        if isinstance(other, Number):
+            other = Literal(1.0 if other.kind == "float" else 1)  # a Python number of unknown value: a scalar
         if not isinstance(other, Literal):
             return TensorValue()  # the other side may be a tensor of any shape (broadcasting) or device
         dtype = tensor.dtype
@@ -1187,6 +1193,13 @@ class Interpreter:
             if isinstance(model, ModuleValue):
                 env[argument.id] = model.with_(training=effects[parameter])
 
+    def _collect(self, values: dict) -> None:
+        """Merge one specialised evaluation's own values into :attr:`call_values` (what every call agrees on)."""
+        collected = self.call_values
+        assert collected is not None
+        for node, value in dict.items(values):
+            collected[node] = merge(collected[node], value) if node in collected else value
+
     def _attribute_sink_for(self, function: ast.AST) -> dict[str, Value] | None:
         """``super().__init__(...)`` of an instance being built assigns into that instance; nothing else does."""
         return self._attribute_sink if getattr(function, "name", None) == "__init__" else None
@@ -1219,6 +1232,8 @@ class Interpreter:
         finally:
             self._active.pop()
             self._depth -= 1
+            if self.call_values is not None:
+                self._collect(self.ctx.values)
             self.ctx.values, self.ctx.calls, self.ctx.call_site, self._attribute_sink = saved
 
     # ------------------------------------------------------------------------------------------ calls
@@ -1297,6 +1312,8 @@ class Interpreter:
                 return result
             if isinstance(receiver, ModuleValue):
                 return self._module_method(receiver, info, env)
+            if isinstance(receiver, InstanceValue) and receiver.qualname == "argparse":
+                return self._parser_method(receiver, info, env)
             if isinstance(receiver, InstanceValue):
                 return self._user_method(receiver, info, env)
             if isinstance(receiver, TupleValue) and info.method in ("append", "extend"):
@@ -1327,6 +1344,9 @@ class Interpreter:
                     return DictValue(tuple(info.kwargs.items()))
                 if len(info.args) == 1 and isinstance(info.args[0], DictValue):
                     return DictValue(info.args[0].items + tuple(info.kwargs.items()))
+            if name == "reversed" and name not in self.module_env and len(info.args) == 1:
+                items = _known_items(info.args[0])
+                return TupleValue(tuple(reversed(items))) if items is not None else None
             if name in ("list", "tuple") and name not in self.module_env and len(info.args) == 1:
                 items = _known_items(info.args[0])
                 return TupleValue(items) if items is not None else None
@@ -1349,6 +1369,42 @@ class Interpreter:
             base = next((k for k in self.ctx.klass.chain()[1:] if "__init__" in k.methods), None)
             if base is not None:
                 return self._call_function(base.methods["__init__"], base, info, env.get("self"))
+        return None
+
+    def _parser_method(self, parser: InstanceValue, info: CallInfo, env: Env) -> Value:
+        """An ``argparse`` parser: ``add_argument`` records each option's default, ``parse_args`` gives the
+        namespace a run without options gets (the sizes the script is written for)."""
+        defaults = parser.arg("defaults")
+        if not isinstance(defaults, DictValue):
+            return None
+        if info.method in ("parse_args", "parse_known_args"):
+            namespace = InstanceValue("namespace", (("fields", defaults),), Origin(info.node, "命令行参数的默认值"))
+            return namespace if info.method == "parse_args" else TupleValue((namespace, None))
+        func = info.node.func
+        if info.method != "add_argument" or not isinstance(func, ast.Attribute) or not isinstance(func.value, ast.Name):
+            return None
+        flags = [_literal(a) for a in info.args]
+        long = next((f for f in flags if isinstance(f, str) and f.startswith("--")), None)
+        short = next((f for f in flags if isinstance(f, str)), None)
+        dest = _literal(info.kwargs.get("dest")) or (long or short or "").lstrip("-").replace("-", "_")
+        if not isinstance(dest, str) or not dest:
+            return None
+        action = _literal(info.kwargs.get("action"))
+        default: Value = info.kwargs.get("default", Literal(None))
+        if action in ("store_true", "store_false") and "default" not in info.kwargs:
+            default = Literal(action == "store_false")
+        kind = info.arg_node(99, "type")
+        if isinstance(kind, ast.Name) and kind.id in ("int", "float") and isinstance(default, Literal):
+            if isinstance(default.value, str):  # argparse converts a string default with `type`
+                try:
+                    default = Literal((int if kind.id == "int" else float)(default.value))
+                except ValueError:
+                    default = None
+        elif kind is not None and not isinstance(kind, ast.Name):
+            default = None  # a converter we do not run
+        env[func.value.id] = InstanceValue(
+            "argparse", (("defaults", defaults.with_item(dest, default)),), parser.origin
+        )
         return None
 
     def _grow_list(self, items: TupleValue, info: CallInfo, env: Env) -> None:
@@ -1457,8 +1513,18 @@ class Interpreter:
                 if not info.starred:
                     args.append(("tensors", TupleValue(tuple(info.args))))
             return InstanceValue(qualname, tuple(args), Origin(node, f"在这里创建了 `{short}`"))
+        if qualname.startswith("math.") and short in _MATH_FLOATS:
+            numbers = [_literal(v) for v in info.args]
+            if numbers and all(isinstance(n, int | float) and not isinstance(n, bool) for n in numbers):
+                try:
+                    return Literal(float(getattr(math, short)(*numbers)))
+                except (ValueError, OverflowError, TypeError):
+                    return Number("float")
+            return Number("float")  # math.sqrt(d_model): a float, whatever its value
         if qualname == "dataclasses.field":
             return self._field_default(info, env)
+        if qualname == "argparse.ArgumentParser":
+            return InstanceValue("argparse", (("defaults", DictValue(())),), Origin(node, "ArgumentParser"))
         if qualname in _NAMESPACES and not info.args and not info.unknown_keywords:
             # SimpleNamespace(**defaults, batch_size=50): an object whose attributes are its keywords
             return InstanceValue("namespace", (("fields", DictValue(tuple(info.kwargs.items()))),), Origin(node, short))
@@ -2111,7 +2177,7 @@ class Interpreter:
 
 _UNROLL_ITEMS = 8  # loops over at most this many known items run item by item
 _UNROLL_BUDGET = 2000  # iterations run that way, per file
-_MAX_DEPTH = 4  # calls of the file's own functions followed one inside the other
+_MAX_DEPTH = 6  # calls of the file's own functions followed one inside the other
 _SPECIALISATION_BUDGET = 400  # evaluations of a body for one call's arguments, per file
 
 
@@ -2191,6 +2257,7 @@ def _known_items(iterable: Value) -> tuple[Value, ...] | None:
     return None
 
 
+_MATH_FLOATS = frozenset("sqrt log log2 log10 exp pow cos sin tan atan".split())
 _NAMESPACES = frozenset({"types.SimpleNamespace", "argparse.Namespace"})
 _LAYER_CONTAINERS = frozenset({"torch.nn.Sequential", "torch.nn.ModuleList"})
 

@@ -45,6 +45,8 @@ def layer_output(module: ModuleValue, x: TensorValue, node: ast.AST) -> Value:
         return TensorValue(tail=(out,) if out is not None else None, provenance=LOGITS, **base)
     if short in ("Conv1d", "Conv2d"):
         return _conv_output(module, x, short, base)
+    if short in ("ConvTranspose1d", "ConvTranspose2d"):
+        return _transposed_conv_output(module, x, short, base)
     if short in ("MaxPool2d", "AvgPool2d"):
         return _pool_output(module, x, base)
     if short in ("AdaptiveAvgPool2d", "AdaptiveMaxPool2d"):
@@ -113,6 +115,33 @@ def _conv_output(module: ModuleValue, x: TensorValue, short: str, base: dict) ->
     return TensorValue(tail=tail, provenance=LOGITS, **base)
 
 
+def _transposed_conv_output(module: ModuleValue, x: TensorValue, short: str, base: dict) -> Value:
+    """``ConvTranspose``: out = (in - 1) * stride - 2 * padding + dilation * (kernel - 1) + output_padding + 1."""
+    spatial = 1 if short == "ConvTranspose1d" else 2
+    out_channels = module.arg("out_channels")
+    out_channels = out_channels if isinstance(out_channels, int) else None
+
+    def per_dim(name: str, default: int) -> tuple[int, ...] | None:
+        value = module.arg(name)
+        return shapes.pair(value, default) if spatial == 2 else _one(value, default)
+
+    kernel, stride = per_dim("kernel_size", 1), per_dim("stride", 1)
+    padding, extra, dilation = per_dim("padding", 0), per_dim("output_padding", 0), per_dim("dilation", 1)
+    sizes = x.trailing(spatial)
+    out_sizes: list[Any] = [None] * spatial
+    if kernel and stride and padding and extra and dilation and sizes is not None:
+        out_sizes = [
+            (sizes[i] - 1) * stride[i] - 2 * padding[i] + dilation[i] * (kernel[i] - 1) + extra[i] + 1
+            if sizes[i] is not None
+            else None
+            for i in range(spatial)
+        ]
+    tail = (out_channels, *out_sizes)
+    if x.shape is not None and len(x.shape) in (spatial + 1, spatial + 2):
+        return TensorValue(shape=x.shape[: -(spatial + 1)] + tail, provenance=LOGITS, **base)
+    return TensorValue(tail=tail, provenance=LOGITS, **base)
+
+
 def _pool_output(module: ModuleValue, x: TensorValue, base: dict) -> Value:
     kernel = shapes.pair(module.arg("kernel_size"), 1)
     stride_arg = module.arg("stride")
@@ -160,7 +189,7 @@ def input_problem(module: ModuleValue, x: TensorValue) -> tuple[str, str] | None
         if isinstance(expected, int) and last and last[0] is not None and last[0] != expected:
             return "linear", f"`Linear` 的 in_features 是 {expected}，但输入的最后一维是 {last[0]}（输入形状 {shown}）"
         return None
-    if short in ("Conv1d", "Conv2d", "Conv3d"):
+    if short in ("Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"):
         spatial = int(short[-2])
         expected = module.arg("in_channels")
         if x.shape is not None and len(x.shape) not in (spatial + 1, spatial + 2):

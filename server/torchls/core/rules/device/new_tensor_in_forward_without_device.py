@@ -70,7 +70,9 @@ class NewTensorInForwardWithoutDevice(Rule):
         if isinstance(node, ast.Call):
             common.record_move(node, ctx)
         function, klass = ctx.function, ctx.klass
-        if function is None or klass is None or function.name != "forward" or not klass.is_module:
+        if function is None or klass is None or not klass.is_module:
+            return
+        if function.name != "forward" and function.name not in _forward_helpers(klass):
             return
         forward = _Forward(function, klass, ctx)
         candidates = ctx.file_facts.setdefault("tl203_candidates", {})
@@ -99,9 +101,13 @@ class NewTensorInForwardWithoutDevice(Rule):
             if move is None:
                 continue
             name = ctx.text(candidate.creation.func)
+            helper = _enclosing_function(candidate.creation, ctx)
+            where = (
+                "`forward` 里" if helper is None or helper.name == "forward" else f"`forward` 调用的 `{helper.name}` 里"
+            )
             ctx.report(
                 candidate.creation,
-                f"`forward` 里的 `{name}(...)` 没有指定 `device`，张量总建在 CPU 上，"
+                f"{where}的 `{name}(...)` 没有指定 `device`，张量总建在 CPU 上，"
                 f"而 `{candidate.klass}` 会被移到设备上：它遇到输入或模型参数时会报设备不一致",
                 fix=candidate.fix,
                 related=(
@@ -114,12 +120,15 @@ class NewTensorInForwardWithoutDevice(Rule):
 class _Forward:
     """What a ``forward`` method's code proves about its tensors."""
 
-    def __init__(self, function: ast.FunctionDef | ast.AsyncFunctionDef, klass, ctx: Context) -> None:
+    def __init__(
+        self, function: ast.FunctionDef | ast.AsyncFunctionDef, klass, ctx: Context, owns_input: bool = True
+    ) -> None:
+        """``owns_input=False`` reads a helper ``forward`` calls: its parameters are not the model's input."""
         self.function = function
         self.klass = klass
         self.ctx = ctx
         params = [a for a in [*function.args.posonlyargs, *function.args.args]][1:]
-        self.input = params[0].arg if params else None
+        self.input = params[0].arg if params and owns_input else None
         self.input_annotation = params[0].annotation if params else None
         cache = ctx.file_facts.setdefault("tl203_forward", {})
         if function not in cache:
@@ -148,6 +157,8 @@ class _Forward:
                 method = expr.func.attr
                 if method in _KEEPING_METHODS or (method in ("view", "reshape") and _reshape_keeps_dims(expr)):
                     return self._created(expr.func.value, visiting)
+            if qualname is None:
+                return self._created_by_helper(expr, visiting)
             return None
         if isinstance(expr, ast.Compare) and len(expr.comparators) == 1 and _is_number(expr.comparators[0]):
             return self._created(expr.left, visiting)
@@ -174,6 +185,34 @@ class _Forward:
                     return None
                 found = found or created
             return found
+        return None
+
+    def _created_by_helper(self, call: ast.Call, visiting: frozenset[str]) -> ast.Call | None:
+        """``self.init_state(b)`` or ``causal_mask(t)``: a method of the class or a function of the file whose
+        every ``return`` gives a tensor it created without a device."""
+        helper = self._helper(call)
+        if helper is None or f"def {helper.name}" in visiting:
+            return None
+        inner = _Forward(helper, self.klass, self.ctx, owns_input=False)
+        returns = [n.value for n in ast.walk(helper) if isinstance(n, ast.Return)]
+        if not returns or any(r is None for r in returns):
+            return None
+        found = [inner._created(r, visiting | {f"def {helper.name}"}) for r in returns]  # type: ignore[arg-type]
+        return found[0] if all(found) else None
+
+    def _helper(self, call: ast.Call) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+        func = call.func
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
+            return self.klass.method(func.attr)
+        if isinstance(func, ast.Name):
+            return next(
+                (
+                    s
+                    for s in self.ctx.tree.body
+                    if isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef) and s.name == func.id
+                ),
+                None,
+            )
         return None
 
     def _has_dims(self, call: ast.Call, qualname: str) -> bool:
@@ -315,8 +354,12 @@ class _Forward:
 
     def fix(self, creation: ast.Call) -> Fix | None:
         """``device=x.device`` when the input ``x`` holds a tensor on the model's device throughout ``forward``."""
-        if self.input is None or not self.input_is_tensor():
-            return None
+        if (
+            self.input is None
+            or not self.input_is_tensor()
+            or _enclosing_function(creation, self.ctx) is not self.function
+        ):
+            return None  # made in a helper: `x` is not a name there
         if any(
             value is None or not self._derived(value, frozenset({self.input}))
             for value in self.stores.get(self.input, [])
@@ -328,6 +371,30 @@ class _Forward:
         last = max(arguments, key=lambda n: (n.end_lineno or 0, n.end_col_offset or 0))
         text = f", device={self.input}.device"
         return Fix(f"按输入的设备新建：加上 `device={self.input}.device`", (self.ctx.insert_after(last, text),))
+
+
+def _forward_helpers(klass) -> frozenset[str]:
+    """Methods ``forward`` calls on ``self`` (``self.add_positions(h)``): they compute on its inputs too."""
+    forward = klass.method("forward")
+    if forward is None:
+        return frozenset()
+    return frozenset(
+        node.func.attr
+        for node in ast.walk(forward)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and isinstance(node.func.value, ast.Name)
+        and node.func.value.id == "self"
+        and klass.method(node.func.attr) is not None
+    )
+
+
+def _enclosing_function(node: ast.AST, ctx: Context) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    parents = ctx.parents()
+    current = parents.get(node)
+    while current is not None and not isinstance(current, ast.FunctionDef | ast.AsyncFunctionDef):
+        current = parents.get(current)
+    return current
 
 
 def _is_number(node: ast.expr) -> bool:

@@ -1,0 +1,240 @@
+"""The checker follows the file's own code: helpers, constructor arguments, containers, loaders, modes.
+
+Each case is a small program whose bug only shows when values travel through a call, a constructor, a loop or
+a DataLoader, next to a near miss that must stay silent. The realistic versions live in tests/fixtures/pitfalls/.
+"""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+
+import pytest
+
+from torchls.core.checker import check_source
+from torchls.core.modes import mode_effects
+
+HEADER = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n"
+
+
+def codes(body: str) -> set[str]:
+    return {f.code for f in check_source(HEADER + textwrap.dedent(body)).findings}
+
+
+CASES = {
+    "softmax made in a helper": (
+        """
+        def probabilities(model, x):
+            return F.softmax(model(x), dim=-1)
+
+        model = nn.Linear(8, 3)
+        x, y = torch.randn(4, 8), torch.randint(0, 3, (4,))
+        loss = F.cross_entropy(probabilities(model, x), y)
+        """,
+        "TL301",
+        "F.softmax(model(x), dim=-1)",
+        "model(x)",
+    ),
+    "layer sized from constructor arguments": (
+        """
+        class Head(nn.Module):
+            def __init__(self, features, hidden):
+                super().__init__()
+                self.body = nn.Linear(features, hidden)
+                self.out = nn.Linear(features, 2)
+
+            def forward(self, x):
+                return self.out(self.body(x))
+
+        Head(16, 32)(torch.randn(4, 16))
+        """,
+        "TL101",
+        "self.out = nn.Linear(features, 2)",
+        "self.out = nn.Linear(hidden, 2)",
+    ),
+    "blocks built by a helper in a loop": (
+        """
+        def stage(cin, cout):
+            return [nn.Conv2d(cin, cout, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2)]
+
+        layers, cin = [], 3
+        for width in (8, 16):
+            layers += stage(cin, width)
+            cin = width
+        model = nn.Sequential(*layers, nn.Flatten(), nn.Linear(16 * 16 * 16, 10))  # sized for one pooling
+        model(torch.randn(2, 3, 32, 32))
+        """,
+        "TL111",
+        "nn.Linear(16 * 16 * 16, 10)",
+        "nn.Linear(16 * 8 * 8, 10)",
+    ),
+    "dataclass config and a property": (
+        """
+        from dataclasses import dataclass
+
+        @dataclass
+        class Config:
+            width: int = 6
+            heads: int = 4
+
+            @property
+            def dim(self):
+                return self.width * 3
+
+        cfg = Config()
+        attention = nn.MultiheadAttention(cfg.dim, cfg.heads)
+        """,
+        "TL110",
+        "cfg.dim, cfg.heads",
+        "cfg.dim, 3",
+    ),
+    "DataLoader batches from a Dataset class": (
+        """
+        from torch.utils.data import DataLoader, Dataset
+
+        class Rows(Dataset):
+            def __init__(self, n):
+                self.x = torch.randn(n, 5)
+                self.y = torch.randint(0, 2, (n,))
+
+            def __len__(self):
+                return len(self.y)
+
+            def __getitem__(self, i):
+                return self.x[i], self.y[i]
+
+        model = nn.Linear(5, 1)
+        for x, y in DataLoader(Rows(64), batch_size=8):
+            loss = F.binary_cross_entropy_with_logits(model(x).squeeze(-1), y)
+        """,
+        "TL310",
+        "model(x).squeeze(-1), y)",
+        "model(x).squeeze(-1), y.float())",
+    ),
+    "view after a transpose made in another method": (
+        """
+        class Heads(nn.Module):
+            def __init__(self, dim=32, heads=4):
+                super().__init__()
+                self.heads = heads
+
+            def split(self, x):
+                b, t, d = x.shape
+                return x.view(b, t, self.heads, d // self.heads).transpose(1, 2)
+
+            def merge(self, x):
+                b, h, t, d = x.shape
+                return x.transpose(1, 2).view(b, t, h * d)
+
+            def forward(self, x):
+                q = self.split(x)
+                return self.merge(q @ q.transpose(-2, -1) @ q)
+
+        Heads()(torch.randn(2, 7, 32))
+        """,
+        "TL104",
+        "x.transpose(1, 2).view(b, t, h * d)",
+        "x.transpose(1, 2).reshape(b, t, h * d)",
+    ),
+    "a model left in train mode by the training helper": (
+        """
+        def train_epoch(model, optimizer, x, y):
+            model.train()
+            optimizer.zero_grad()
+            F.cross_entropy(model(x), y).backward()
+            optimizer.step()
+
+        def validate(model, x):
+            with torch.no_grad():
+                return model(x).argmax(1)
+
+        model = nn.Sequential(nn.Linear(8, 16), nn.Dropout(0.5), nn.Linear(16, 3))
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        x, y = torch.randn(4, 8), torch.randint(0, 3, (4,))
+        train_epoch(model, optimizer, x, y)
+        validate(model, x)
+        """,
+        "TL403",
+        "with torch.no_grad():\n        return model(x)",
+        "model.eval()\n    with torch.no_grad():\n        return model(x)",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_the_bug_is_found_through_the_call_and_the_near_miss_is_silent(name):
+    body, code, wrong, right = CASES[name]
+    assert code in codes(body), f"{name}: {code} not reported"
+    fixed = textwrap.dedent(body).replace(wrong, right)
+    assert fixed != textwrap.dedent(body), "the near miss must change the program"
+    assert code not in {f.code for f in check_source(HEADER + fixed).findings}, f"{name}: near miss reported"
+
+
+def _effects(source: str) -> dict[str, dict]:
+    tree = ast.parse(textwrap.dedent(source))
+    functions = {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
+    return {name: mode_effects(function, functions) for name, function in functions.items()}
+
+
+def test_mode_effects_follow_calls_and_branches():
+    effects = _effects(
+        """
+        def train_epoch(model):
+            model.train()
+
+        def evaluate(model):
+            model.eval()
+            score = 1
+            model.train()
+
+        def sometimes(model, flag):
+            if flag:
+                model.eval()
+
+        def through(net):
+            train_epoch(net)
+
+        def hands_on(model):
+            unknown_library(model)
+
+        def reads_only(model):
+            print(model)
+        """
+    )
+    assert effects["train_epoch"] == {"model": True}
+    assert effects["evaluate"] == {"model": True}
+    assert effects["sometimes"] == {"model": None}
+    assert effects["through"] == {"net": True}
+    assert effects["hands_on"] == {"model": None}
+    assert effects["reads_only"] == {}
+
+
+def test_recursion_and_a_body_that_reassigns_stay_bounded():
+    effects = _effects(
+        """
+        def ping(model):
+            pong(model)
+
+        def pong(model):
+            ping(model)
+
+        def rebinds(model):
+            model = make()
+            model.eval()
+        """
+    )
+    assert effects["ping"] == {"model": None}
+    assert effects["rebinds"] == {"model": None}
+
+
+def test_a_helper_called_with_unknown_arguments_says_nothing():
+    body = """
+    def run(model, x):
+        return F.softmax(model(x), dim=-1)
+
+    def main(model, x, y):
+        return F.cross_entropy(run(model, x), y)
+    """
+    # softmax is still proven whatever went in: the helper's value does not depend on its arguments
+    assert "TL301" in codes(body)
+    assert not codes("def f(a, b):\n    return f(b, a)\n\nf(torch.randn(2), 1)\n")
