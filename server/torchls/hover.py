@@ -139,14 +139,15 @@ async def hover(
 
 def _value_hover(document, position: Position) -> HoverResult | None:
     """``x: Tensor (64, ?, 10) · float32 · cuda`` from the checker's analysis of this document version."""
-    if document is None:
-        return None  # a long file just opened: its analysis comes with its index
-    found = document.values().at(position)
+    values = document.values_if_ready() if document is not None else None
+    if values is None:
+        return None  # a long file just opened, or the analysis still being computed: the next hover has it
+    found = values.at(position)
     if found is None or not isinstance(found.value, TensorValue):
         return None
     from torchls.core.values_at import describe  # with the checker's modules, loaded by values()
 
-    markdown = describe(found, document.values().source)
+    markdown = describe(found, values.source)
     return HoverResult(markdown, found.span) if markdown else None
 
 

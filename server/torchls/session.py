@@ -59,6 +59,7 @@ class _IndexedDocument:
     blanked_lines: frozenset[int]
     lines: list[str]  # of ``text``; the index may be of an earlier text (see Session.index_for_line)
     _values: FileValues | None = None
+    _values_started: bool = False
 
     def values(self) -> FileValues:
         """The checker's analysis of this version (values by position), computed on first use."""
@@ -66,6 +67,15 @@ class _IndexedDocument:
             from torchls.core.values_at import FileValues  # the checker's modules: loaded on the first such hover
 
             self._values = FileValues(self.index.tree, SourceText(self.text))
+        return self._values
+
+    def values_if_ready(self) -> FileValues | None:
+        """The analysis when it is computed; else start computing it in a thread and answer None.
+
+        Evaluating a long file takes tens of milliseconds: a hover does not wait for it, the next one uses it."""
+        if self._values is None and not self._values_started:
+            self._values_started = True
+            threading.Thread(target=self.values, name="torchls-values", daemon=True).start()
         return self._values
 
 

@@ -7,6 +7,7 @@ passes), so hover and the rules never tell two stories about one tensor.
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest_lsp
@@ -59,29 +60,36 @@ async def client(lsp_client: LanguageClient, tmp_path_factory):
     await lsp_client.shutdown_session()
 
 
-def _text(result) -> str:
-    assert result is not None
-    return result.contents.value
+async def _value_text(client: LanguageClient, marker: str, symbol: str) -> str:
+    """The value hover at ``symbol``: the analysis is computed in the background after the first hover asks."""
+    position = utf16_position(PROGRAM, marker, symbol)
+    for _ in range(200):
+        answer = await hover(client, client.uri, position)
+        if answer is not None:
+            return answer.contents.value
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"no value hover at {symbol}")
 
 
 async def test_a_created_tensor_shows_its_shape_dtype_device_and_where_it_was_made(client: LanguageClient):
-    text = _text(await hover(client, client.uri, utf16_position(PROGRAM, "批次", "batch")))
+    text = await _value_text(client, "批次", "batch")
     assert "`batch`: Tensor (64, 16) · float32 · cpu" in text
     assert "第 23 行" in text
 
 
 async def test_a_forward_input_shows_what_the_files_calls_pass(client: LanguageClient):
-    text = _text(await hover(client, client.uri, utf16_position(PROGRAM, "输入", "hidden")))
+    text = await _value_text(client, "输入", "hidden")
     assert "`hidden`: Tensor (64, 4)" in text  # Classifier(16, 4) called on (64, 16) through a helper
     assert "logits" in text
 
 
 async def test_a_helpers_result_says_what_made_it_and_the_checker_agrees(client: LanguageClient):
-    text = _text(await hover(client, client.uri, utf16_position(PROGRAM, "概率", "probs")))
+    text = await _value_text(client, "概率", "probs")
     assert "(64, 4)" in text and "softmax" in text
     # the same analysis reports the pitfall: softmax probabilities into cross_entropy
     assert "TL301" in {f.code for f in check_source(PROGRAM).findings}
 
 
 async def test_a_parameter_nothing_calls_with_a_tensor_gets_no_value_hover(client: LanguageClient):
+    await _value_text(client, "批次", "batch")  # the analysis is ready: it has nothing to say about `y`
     assert await hover(client, client.uri, utf16_position(PROGRAM, "未知", "y + 1")) is None
