@@ -331,6 +331,7 @@ class Interpreter:
         self._attribute_sink: dict[str, Value] | None = None  # where `self.x = ...` in __init__ goes
         self._depth = 0  # how many specialised evaluations are running, one inside the other
         self._unroll_budget = _UNROLL_BUDGET
+        self._mode_effects: dict[ast.AST, dict[str, bool | None]] = {}
         # When set, what specialised evaluations found for each node, merged over every call (see core/values_at)
         self.call_values: dict[ast.AST, Value] | None = None
 
@@ -1181,17 +1182,21 @@ class Interpreter:
         ``eval()`` or hand the model on to unknown code leaves the mode unknown.
         """
         names = [a.arg for a in [*function.args.posonlyargs, *function.args.args]][1 if skip_first else 0 :]
-        effects = modes.mode_effects(function, self.functions)
-        if not effects:
-            return
         passed: list[tuple[str, ast.expr]] = list(zip(names, info.node.args, strict=False))
         passed += [(k.arg, k.value) for k in info.node.keywords if k.arg is not None]
-        for parameter, argument in passed:
-            if parameter not in effects or not isinstance(argument, ast.Name):
-                continue
-            model = self._load(argument.id, env)
-            if isinstance(model, ModuleValue):
-                env[argument.id] = model.with_(training=effects[parameter])
+        models = [
+            (parameter, argument.id, model)
+            for parameter, argument in passed
+            if isinstance(argument, ast.Name) and isinstance(model := self._load(argument.id, env), ModuleValue)
+        ]
+        if not models:
+            return  # no model handed over: nothing to summarise (most calls)
+        if function not in self._mode_effects:
+            self._mode_effects[function] = modes.mode_effects(function, self.functions)
+        effects = self._mode_effects[function]
+        for parameter, name, model in models:
+            if parameter in effects:
+                env[name] = model.with_(training=effects[parameter])
 
     def _collect(self, values: dict) -> None:
         """Merge one specialised evaluation's own values into :attr:`call_values` (what every call agrees on)."""
