@@ -136,6 +136,22 @@ CASES = {
         "x.transpose(1, 2).view(b, t, h * d)",
         "x.transpose(1, 2).reshape(b, t, h * d)",
     ),
+    "predictions a loop gathered in a list": (
+        """
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+        def predict(model, steps):
+            preds = []
+            for _ in range(steps):
+                preds.append(model(torch.randn(4, 8, device=device)).argmax(1))
+            return torch.cat(preds).numpy()
+
+        predict(nn.Linear(8, 3).to(device), 10)
+        """,
+        "TL204",
+        "torch.cat(preds).numpy()",
+        "torch.cat(preds).cpu().numpy()",
+    ),
     "a model left in train mode by the training helper": (
         """
         def train_epoch(model, optimizer, x, y):

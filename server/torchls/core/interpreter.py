@@ -40,6 +40,7 @@ from torchls.core.values import (
     ModuleValue,
     Number,
     Origin,
+    SequenceOf,
     TensorValue,
     TupleValue,
     Value,
@@ -527,6 +528,7 @@ class Interpreter:
         self.bind(node.target, self._iteration(iterable, node.iter), inner)
         self.block(node.body, inner)
         self.block(node.orelse, inner)
+        _accumulated_lists(env, inner)
         _merge_into(env, env, inner)
 
     def _unrolled_items(self, iterable: Value, node: ast.For | ast.AsyncFor) -> tuple[Value, ...] | None:
@@ -1681,6 +1683,8 @@ class Interpreter:
 
     def _join(self, short: str, info: CallInfo) -> Value:
         tensors = info.arg(0, "tensors")
+        if isinstance(tensors, SequenceOf) and isinstance(tensors.item, TensorValue):
+            return _joined_unknown_count(short, tensors.item, info)
         if not isinstance(tensors, TupleValue) or not all(isinstance(t, TensorValue) for t in tensors.items):
             return None
         dim = _int(info.arg(1, "dim")) if (len(info.args) > 1 or "dim" in info.kwargs) else 0
@@ -2139,6 +2143,8 @@ class Interpreter:
 
     def _iteration(self, iterable: Value, node: ast.expr) -> Value:
         """What each item of ``for ... in iterable`` is, when known."""
+        if isinstance(iterable, SequenceOf):
+            return iterable.item
         known = _known_items(iterable) if not isinstance(iterable, InstanceValue) else None
         if known:
             item = known[0]
@@ -2238,6 +2244,35 @@ def _elementwise_dtype(operation: str, dtype: str | None) -> str | None:
     if operation in FLOATING_ELEMENTWISE and (dtype in INTEGER_DTYPES or dtype == "torch.bool"):
         return "torch.float32"  # unless the default dtype was changed, which _create already watches for
     return dtype
+
+
+def _joined_unknown_count(short: str, item: TensorValue, info: CallInfo) -> Value:
+    """``torch.cat(preds)`` of a list a loop filled: the joined dim's size is not known, the rest is the items'."""
+    dim = _int(info.arg(1, "dim")) if (len(info.args) > 1 or "dim" in info.kwargs) else 0
+    shape = None
+    if dim is not None and item.shape is not None:
+        rank = len(item.shape) + (1 if short == "stack" else 0)
+        index = shapes.normalize_dim(dim, rank)
+        if index is not None:
+            dims = list(item.shape)
+            if short == "stack":
+                dims.insert(index, None)
+            elif dims:
+                dims[index] = None
+            shape = tuple(dims)
+    return TensorValue(shape=shape, dtype=item.dtype, device=item.device, is_leaf=False)
+
+
+def _accumulated_lists(before: Env, after: Env) -> None:
+    """``preds = []`` then ``preds.append(logits.argmax(1))`` in a loop of unknown length: afterwards ``preds``
+    holds any number of such tensors (:class:`SequenceOf`), in both envs so the merge keeps it."""
+    for name, grown in after.items():
+        start = before.get(name)
+        if not (isinstance(start, TupleValue) and not start.items and isinstance(grown, TupleValue) and grown.items):
+            continue
+        item = _merged(grown.items)
+        if isinstance(item, TensorValue):
+            before[name] = after[name] = SequenceOf(item)
 
 
 def _merged(values: Any) -> Value:

@@ -120,6 +120,13 @@ class TupleValue:
 
 
 @dataclass(frozen=True, slots=True)
+class SequenceOf:
+    """A list of unknown length whose items are all like ``item``: what a loop appended to an empty list."""
+
+    item: Any
+
+
+@dataclass(frozen=True, slots=True)
 class DictValue:
     """A dict whose keys the code spells out (``{"tokens": t, "label": y}``), with the value of each."""
 
@@ -174,7 +181,18 @@ class Number:
 
 UNKNOWN = None
 
-Value = TensorValue | ModuleValue | TupleValue | DictValue | DeviceValue | InstanceValue | Literal | Number | None
+Value = (
+    TensorValue
+    | ModuleValue
+    | TupleValue
+    | SequenceOf
+    | DictValue
+    | DeviceValue
+    | InstanceValue
+    | Literal
+    | Number
+    | None
+)
 
 
 def parse_device(value: Value) -> str | None:
