@@ -51,6 +51,12 @@ class FileValues:
             if span is not None:
                 self._by_line.setdefault(span.start.line, []).append((span, node, value))
 
+    def all(self) -> list[ValueAt]:
+        """Every name and attribute whose value the analysis would show, in no particular order."""
+        return [
+            ValueAt(span, ast.unparse(node), value) for items in self._by_line.values() for span, node, value in items
+        ]
+
     def at(self, position: Position) -> ValueAt | None:
         """The innermost name or attribute at ``position`` whose value the analysis knows."""
         best: tuple[Span, ast.AST, Value] | None = None

@@ -350,17 +350,9 @@ def has_parameters(module: ModuleValue, ctx: Context, _seen: frozenset[str] = fr
 
 
 def class_chain(name: str, ctx: Context) -> list:
-    """The file's class ``name`` and its bases defined in the same file."""
-    classes = ctx.file_facts.get("classes", {})
-    chain = []
-    pending = [name]
-    while pending:
-        current = classes.get(pending.pop())
-        if current is None or current in chain:
-            continue
-        chain.append(current)
-        pending.extend(b.id for b in current.node.bases if isinstance(b, ast.Name))
-    return chain
+    """The file's class ``name`` and its bases defined in the same file (``ClassInfo.chain``)."""
+    info = ctx.file_facts.get("classes", {}).get(name)
+    return info.chain() if info is not None else []
 
 
 _DEVICE_ATTRIBUTES = frozenset({"to", "cuda", "cpu", "type", "type_as", "device", "numpy", "tolist", "item"})

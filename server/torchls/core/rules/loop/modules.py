@@ -116,7 +116,7 @@ def _user_class_layers(name: str, ctx: Context, seen: frozenset[str], arguments:
     if info is None or not is_module_class(info, ctx):
         return []
     seen = seen | {name}
-    family = [info, *_in_file_bases(info, ctx)]
+    family = info.chain()
     methods = [m for k in family for m in k.node.body if isinstance(m, ast.FunctionDef | ast.AsyncFunctionDef)]
     if any(m.name in ("train", "eval") for m in methods) or any(_calls_eval(m) for m in methods):
         return []  # a class that manages its own mode
@@ -129,18 +129,6 @@ def _user_class_layers(name: str, ctx: Context, seen: frozenset[str], arguments:
         for attribute, value in table.items():
             if attribute in used and attribute not in unstable:
                 found.extend(mode_dependent_layers(value, ctx, seen))
-    return found
-
-
-def _in_file_bases(info: ClassInfo, ctx: Context) -> list[ClassInfo]:
-    found = []
-    table = classes(ctx)
-    stack = list(info.node.bases)
-    while stack:
-        base = stack.pop()
-        if isinstance(base, ast.Name) and base.id in table and table[base.id] not in found:
-            found.append(table[base.id])
-            stack.extend(table[base.id].node.bases)
     return found
 
 
@@ -175,7 +163,7 @@ def is_module_class(info: ClassInfo, ctx: Context) -> bool:
     """An ``nn.Module`` subclass (directly, through a class of this file, or a LightningModule)."""
     if info.is_module:
         return True
-    for klass in [info, *_in_file_bases(info, ctx)]:
+    for klass in info.chain():
         for base in klass.node.bases:
             if ctx.qualify(base) in LIGHTNING_BASES:
                 return True
