@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from torchls.core import layers, modes, shapes
+from torchls.core import layers, modes, shapes, symbols
 from torchls.core.facts import DTYPE_METHODS
 from torchls.core.rules.base import CallInfo, Context, Rule
 from torchls.core.statements import assigned_names, self_attributes_assigned, target_names
@@ -279,6 +279,21 @@ def _dims(values: Sequence[Value]) -> list[int | None] | None:
     return [_int(v) for v in values]
 
 
+def _size_dims(values: Sequence[Value]) -> list[Any] | None:
+    """Like :func:`_dims`, keeping the sizes the code names (``view(b, t, h * dh)``)."""
+    if len(values) == 1 and isinstance(values[0], TupleValue):
+        values = values[0].items
+    if len(values) == 1 and not isinstance(_literal(values[0]), int | symbols.Sym):
+        return None
+    if any(isinstance(v, TupleValue) for v in values):
+        return None
+    out = []
+    for v in values:
+        literal = _literal(v)
+        out.append(literal if symbols.is_size(literal) else None)
+    return out
+
+
 class Interpreter:
     def __init__(self, ctx: Context, dispatch: dict[type[ast.AST], list[Rule]]) -> None:
         self.ctx = ctx
@@ -331,6 +346,11 @@ class Interpreter:
         self._budget = _SPECIALISATION_BUDGET
         self._attribute_sink: dict[str, Value] | None = None  # where `self.x = ...` in __init__ goes
         self._depth = 0  # how many specialised evaluations are running, one inside the other
+        # Named sizes (``b, t, d = x.shape``): the names the code gives a shape's dims where it reads them.
+        self._dim_names: dict[ast.AST, dict[int, str]] = {}
+        self._unpacked_shapes: set[ast.AST] = set()  # ``b, t, d = x.shape``: the reads that also give the rank
+        # A loader's batch size whose last batch is shorter: (batch_size, len(dataset)).
+        self._partial_batches: dict[symbols.Sym, tuple[int, int]] = {}
         self._unroll_budget = _UNROLL_BUDGET
         self._mode_effects: dict[ast.AST, dict[str, bool | None]] = {}
         # When set, what specialised evaluations found for each node, merged over every call (see core/values_at)
@@ -461,9 +481,68 @@ class Interpreter:
     # ------------------------------------------------------------------------------------------ statements
 
     def _assign(self, node: ast.Assign, env: Env) -> None:
+        if len(node.targets) == 1:
+            self._note_dim_names(node.targets[0], node.value)
         value = self.expr(node.value, env)
         for target in node.targets:
             self.bind(target, value, env)
+
+    def _note_dim_names(self, target: ast.expr, value: ast.expr) -> None:
+        """``b, t, d = x.shape`` / ``t = x.size(1)``: the names the code gives the dims it reads."""
+        if isinstance(target, ast.Tuple) and all(isinstance(e, ast.Name) for e in target.elts):
+            if _reads_shape(value) and not (isinstance(value, ast.Call) and value.args):
+                self._dim_names[value] = {i: e.id for i, e in enumerate(target.elts)}  # type: ignore[attr-defined]
+                self._unpacked_shapes.add(value)
+        elif isinstance(target, ast.Name):
+            if isinstance(value, ast.Subscript) and _reads_shape(value.value) and isinstance(value.slice, ast.Constant):
+                if isinstance(value.slice.value, int):
+                    self._dim_names[value.value] = {value.slice.value: target.id}
+            elif _reads_shape(value) and isinstance(value, ast.Call) and len(value.args) == 1:
+                index = value.args[0]
+                if isinstance(index, ast.Constant) and isinstance(index.value, int):
+                    self._dim_names[value] = {index.value: target.id}
+
+    def _forward_input(self, holder: ast.expr, reader: ast.AST) -> bool:
+        """``holder`` is a parameter of a module's ``forward`` that no call gave a value, its shape unpacked."""
+        function, klass = self.ctx.function, self.ctx.klass
+        if not isinstance(holder, ast.Name) or function is None or function.name != "forward" or klass is None:
+            return False
+        parameters = [a.arg for a in (*function.args.posonlyargs, *function.args.args)][1:]
+        return reader in self._unpacked_shapes and holder.id in parameters and klass.is_module
+
+    def _named_tensor(self, holder: ast.expr, reader: ast.AST, tensor: TensorValue, env: Env) -> TensorValue:
+        """``tensor`` with a name for each dim it leaves unknown, where the code reads its shape (``x.shape``,
+        ``x.size(1)``). The name is the code's (``t`` in ``b, t, d = x.shape``) or the expression itself; a
+        plain variable is refined in place, so later uses of ``x`` share the names."""
+        names = self._dim_names.get(reader, {})
+        dims = tensor.dims
+        if dims is None:
+            if reader not in self._unpacked_shapes:
+                return tensor
+            count = len(names)
+            tail = tensor.tail or ()
+            if count < len(tail):
+                return tensor
+            dims = (None,) * (count - len(tail)) + tuple(tail)  # b, t, d = x.shape: x has 3 dims
+        if all(d is not None for d in dims):
+            return tensor
+        rank = len(dims)
+        text = self.ctx.text(holder)
+        named = []
+        for index, d in enumerate(dims):
+            if d is None:
+                name = names.get(index) or names.get(index - rank) or f"{text}.shape[{index}]"
+                # The same line reading the same abstract tensor names the same size (a memoised call and a
+                # fresh evaluation of it agree); another tensor, or another line, names another one.
+                key = hash((getattr(reader, "lineno", 0), getattr(reader, "col_offset", 0), index, tensor))
+                d = symbols.Sym.named(name, key)
+            named.append(d)
+        refined = tensor.with_(shape=tuple(named), tail=None)
+        if refined.contiguous and refined.strides is None and shapes.sized(refined.dims):
+            refined = refined.with_(sym_strides=shapes.contiguous_named(refined.dims))  # type: ignore[arg-type]
+        if isinstance(holder, ast.Name) and env.get(holder.id) in (tensor, None):
+            env[holder.id] = refined
+        return refined
 
     def _augassign(self, node: ast.AugAssign, env: Env) -> None:
         if isinstance(node.target, ast.Name):
@@ -706,7 +785,7 @@ class Interpreter:
             if isinstance(value, TensorValue) and not any(isinstance(e, ast.Starred) for e in target.elts):
                 # q, k, v = qkv.permute(2, 0, 3, 1, 4): unpacking runs along the first dim
                 row = TensorValue(
-                    shape=value.shape[1:] if value.shape else None,
+                    shape=value.dims[1:] if value.dims else None,
                     dtype=value.dtype,
                     device=value.device,
                     requires_grad=value.requires_grad,
@@ -857,7 +936,7 @@ class Interpreter:
             return None
         tensors = [v for v in operands if isinstance(v, TensorValue)]
         if not tensors:
-            if all(isinstance(v, Literal) for v in operands):
+            if all(isinstance(v, Literal) and not isinstance(v.value, symbols.Sym) for v in operands):
                 try:
                     return Literal(bool(_COMPARISONS[type(node.ops[0])](operands[0].value, operands[1].value)))
                 except TypeError:
@@ -899,7 +978,7 @@ class Interpreter:
             return None
         if isinstance(container, TensorValue):
             elements = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
-            shape = shapes.index(container.shape, [self._index_kind(e) for e in elements])
+            shape = shapes.index(container.dims, [self._index_kind(e) for e in elements])  # type: ignore[arg-type]
             return TensorValue(
                 shape=shape,
                 dtype=container.dtype,
@@ -909,12 +988,19 @@ class Interpreter:
             )
         return None
 
-    def _index_kind(self, element: ast.expr) -> str | None:
+    def _index_kind(self, element: ast.expr) -> str | slice | None:
         """What one part of a tensor index does to the dims (see ``shapes.index``); None: not known."""
         if isinstance(element, ast.Slice):
-            return (
-                shapes.KEEP if element.lower is None and element.upper is None and element.step is None else shapes.PART
-            )
+            if element.lower is None and element.upper is None and element.step is None:
+                return shapes.KEEP
+            bounds = [
+                None if part is None else _int(self.ctx.values.get(part))
+                for part in (element.lower, element.upper, element.step)
+            ]
+            written = [part is not None for part in (element.lower, element.upper, element.step)]
+            if all(b is not None or not w for b, w in zip(bounds, written, strict=True)) and bounds[2] != 0:
+                return slice(*bounds)  # x[..., :96], x[:, 1:-1]: the size follows when the dim's size is known
+            return shapes.PART
         if isinstance(element, ast.Constant) and element.value is Ellipsis:
             return shapes.ELLIPSIS
         if isinstance(element, ast.Constant) and element.value is None:
@@ -931,7 +1017,11 @@ class Interpreter:
         if qualname is not None:
             return Literal(normalize_dtype(qualname)) if qualname in DTYPE_NAMES else None
         base = self.expr(node.value, env)
+        if base is None and node.attr == "shape" and self._forward_input(node.value, node):
+            base = TensorValue()  # `b, t, d = x.shape` on forward's input: a tensor of that many dims
         if isinstance(base, TensorValue):
+            if node.attr == "shape":
+                base = self._named_tensor(node.value, node, base, env)
             return self._tensor_attribute(base, node.attr, node)
         if isinstance(base, TupleValue) and len(base.items) == 2 and node.attr in ("values", "indices"):
             return base.items[node.attr == "indices"]  # x.max(dim=1).values: torch's (values, indices) result
@@ -947,11 +1037,8 @@ class Interpreter:
 
     def _tensor_attribute(self, tensor: TensorValue, attr: str, node: ast.AST) -> Value:
         if attr == "shape":
-            return (
-                TupleValue(tuple(Literal(d) if d is not None else None for d in tensor.shape))
-                if (tensor.shape is not None)
-                else None
-            )
+            dims = tensor.dims
+            return TupleValue(tuple(Literal(d) if d is not None else None for d in dims)) if dims is not None else None
         if attr == "ndim":
             return Literal(tensor.rank) if tensor.rank is not None else None
         if attr == "dtype":
@@ -989,6 +1076,7 @@ class Interpreter:
             if isinstance(left, TensorValue) and isinstance(right, TensorValue):
                 shape, problem = shapes.matmul(left.shape, right.shape)
                 self._problem(node, "matmul", problem)
+                shape = shapes.matmul_named(left.dims, right.dims, shape)
                 return self._fresh(self._derived(left, right, shape))
             return None
         tensors = [v for v in (left, right) if isinstance(v, TensorValue)]
@@ -997,6 +1085,7 @@ class Interpreter:
         if len(tensors) == 2:
             shape, problem = shapes.broadcast(left.shape, right.shape)  # type: ignore[union-attr]
             self._problem(node, "broadcast", problem)
+            shape = shapes.broadcast_named(left.dims, right.dims, shape)  # type: ignore[union-attr]
             return self._derived(left, right, shape)  # type: ignore[arg-type]
         tensor = tensors[0]
         other = right if tensor is left else left
@@ -1010,7 +1099,7 @@ class Interpreter:
         ):
             dtype = "torch.float32"  # int tensor / 2 and int tensor * 0.5 are float
         return TensorValue(
-            shape=tensor.shape,
+            shape=tensor.dims,
             tail=tensor.tail,
             dtype=dtype,
             device=tensor.device,
@@ -1022,7 +1111,9 @@ class Interpreter:
     def _fresh(tensor: TensorValue) -> TensorValue:
         """A matrix product's result: newly allocated, so contiguous with the standard strides of its shape."""
         if not shapes.known(tensor.shape):
-            return tensor
+            if shapes.sized(tensor.dims):
+                return tensor.with_(contiguous=True, sym_strides=shapes.contiguous_named(tensor.dims))  # type: ignore[arg-type]
+            return tensor.with_(contiguous=True)
         return tensor.with_(contiguous=True, strides=shapes.contiguous_strides(tensor.shape))
 
     def _derived(self, a: TensorValue, b: TensorValue, shape: Any) -> TensorValue:
@@ -1257,6 +1348,8 @@ class Interpreter:
                 else:
                     info.receiver = self.ctx.values.get(func.value)
                     info.method = func.attr
+                    if func.attr == "size" and isinstance(info.receiver, TensorValue):
+                        info.receiver = self._named_tensor(func.value, node, info.receiver, env)
             else:
                 callee = self.expr(func, env)
                 if isinstance(callee, ModuleValue):
@@ -1731,9 +1824,10 @@ class Interpreter:
         node = info.node
         args = info.args
         if method in ("view", "reshape"):
-            requested = _dims(args) if args else None
-            if requested is None and "shape" in info.kwargs:
-                requested = _dims([info.kwargs["shape"]])
+            named = _size_dims(args) if args else None
+            if named is None and "shape" in info.kwargs:
+                named = _size_dims([info.kwargs["shape"]])
+            requested = [d if isinstance(d, int) else None for d in named] if named is not None else None
             if requested is None:
                 return TensorValue(
                     dtype=tensor.dtype, device=tensor.device, is_leaf=False, requires_grad=tensor.requires_grad
@@ -1751,8 +1845,21 @@ class Interpreter:
                 if strides is not None:
                     contiguous = shapes.is_contiguous(shape, strides)  # type: ignore[arg-type]
             provenance = tensor.provenance if tensor.provenance in (SOFTMAX, LOG_SOFTMAX, SIGMOID, LOGITS) else None
+            changes: dict[str, Any] = {}
+            if not problem:
+                problem = self._last_batch_problem(tensor, named, method)
+                self._problem(node, "count", problem)
+            if not problem and not shapes.known(shape) and (tensor.symbolic is not None or requested != named):
+                shape, problem, changes = self._view_named(tensor, named, method, node)  # type: ignore[arg-type]
+                contiguous = changes.pop("contiguous", None)
             return tensor.with_(
-                shape=shape, tail=None, strides=strides, contiguous=contiguous, provenance=provenance, is_leaf=False
+                shape=shape,
+                tail=None,
+                strides=strides,
+                contiguous=contiguous,
+                provenance=provenance,
+                is_leaf=False,
+                **changes,
             )
         if method in ("permute",):
             dims = _dims(args) if args else None
@@ -1781,7 +1888,8 @@ class Interpreter:
             return self._permuted(tensor, list(range(len(tensor.shape)))[::-1], node)
         if method == "contiguous":
             strides = shapes.contiguous_strides(tensor.shape) if shapes.known(tensor.shape) else None
-            return tensor.with_(contiguous=True, strides=strides, is_leaf=False)
+            named_strides = shapes.contiguous_named(tensor.dims) if shapes.sized(tensor.dims) else None  # type: ignore[arg-type]
+            return tensor.with_(contiguous=True, strides=strides, sym_strides=named_strides, is_leaf=False)
         if method in ("squeeze", "unsqueeze"):
             dim_value = info.arg(0, "dim")
             dim = _int(dim_value)
@@ -1826,7 +1934,7 @@ class Interpreter:
         if method in SAME_SHAPE_METHODS:
             keep_leaf = method.endswith("_")
             return TensorValue(
-                shape=tensor.shape,
+                shape=tensor.dims,
                 tail=tensor.tail,
                 dtype=_elementwise_dtype(method, tensor.dtype),
                 device=tensor.device,
@@ -1840,16 +1948,18 @@ class Interpreter:
             if isinstance(other, TensorValue):
                 shape, problem = shapes.matmul(tensor.shape, other.shape, method)
                 self._problem(node, "matmul", problem)
+                shape = shapes.matmul_named(tensor.dims, other.dims, shape)
                 return self._fresh(self._derived(tensor, other, shape))
             return None
         if method == "size":
             if info.args:
                 dim = _int(info.args[0])
-                if dim is not None and tensor.shape is not None:
-                    self._problem(node, "dim", shapes.dim_problem(dim, len(tensor.shape)))
-                    index = shapes.normalize_dim(dim, len(tensor.shape))
-                    if index is not None and tensor.shape[index] is not None:
-                        return Literal(tensor.shape[index])
+                dims = tensor.dims
+                if dim is not None and dims is not None:
+                    self._problem(node, "dim", shapes.dim_problem(dim, len(dims)))
+                    index = shapes.normalize_dim(dim, len(dims))
+                    if index is not None and dims[index] is not None:
+                        return Literal(dims[index])
                 return None
             return self._tensor_attribute(tensor, "shape", node)
         if method == "dim":
@@ -1863,6 +1973,49 @@ class Interpreter:
                 shape = tuple(o if s == -1 else s for s, o in zip(sizes, own, strict=True))
                 return TensorValue(shape=shape, dtype=tensor.dtype, device=tensor.device, contiguous=False)
         return None
+
+    def _last_batch_problem(self, tensor: TensorValue, named: list[Any], method: str) -> str | None:
+        """``x.view(BATCH_SIZE, -1)`` on a loader's batch whose last batch is shorter: fails on that batch."""
+        first = tensor.dims[0] if tensor.dims else None
+        if not isinstance(first, symbols.Sym) or first not in self._partial_batches or not named:
+            return None
+        batch, length = self._partial_batches[first]
+        rest = symbols.product(list(tensor.dims[1:]))  # type: ignore[index]
+        fixed = symbols.product([d for d in named if d != -1])
+        if named[0] != batch or not isinstance(rest, int) or not isinstance(fixed, int) or fixed <= 0:
+            return None
+        last = (length % batch) * rest  # the elements of the last batch
+        if (last % fixed == 0) if -1 in named else (last == fixed):
+            return None  # that batch still fits the shape (wrongly, but without an error)
+        return (
+            f"数据集有 {length} 个样本，`batch_size={batch}` 时最后一个批次只有 {length % batch} 个，"
+            f"`{method}({batch}, ...)` 在那一批会失败；第一维写 `-1` 或 `x.size(0)`"
+        )
+
+    def _view_named(
+        self, tensor: TensorValue, named: list[Any], method: str, node: ast.AST
+    ) -> tuple[Any, str | None, dict[str, Any]]:
+        """``view``/``reshape`` where some size has a name: the new dims, a problem that holds for every binding
+        (element counts, or a layout ``view`` cannot address), and the named strides of the result."""
+        dims, problem = shapes.view_named(tensor.dims, named)
+        self._problem(node, "count", problem)
+        if dims is None:
+            return None, problem, {}
+        changes: dict[str, Any] = {}
+        if tensor.sym_strides is not None and shapes.sized(tensor.dims) and shapes.sized(dims):
+            strides, impossible = shapes.view_strides_named(tensor.dims, tensor.sym_strides, dims)  # type: ignore[arg-type]
+            if impossible and method == "view":
+                names = _deciding_names(tensor.dims, tensor.sym_strides, dims)  # type: ignore[arg-type]
+                problem = "这个张量在内存中不连续，无法按新形状 `view`" + (
+                    f"（只要 {'、'.join(f'`{n}`' for n in names)} 大于 1）" if names else ""
+                )
+                self._problem(node, "view_stride", problem)
+            if strides is None and method == "reshape":
+                strides = shapes.contiguous_named(dims)
+            if strides is not None:
+                changes["sym_strides"] = strides
+                changes["contiguous"] = True if strides == shapes.contiguous_named(dims) else None
+        return dims, problem, changes
 
     def _reduction(self, tensor: TensorValue, method: str, info: CallInfo) -> Value:
         has_dim = bool(info.args) or "dim" in info.kwargs
@@ -1922,8 +2075,10 @@ class Interpreter:
         )
 
     def _permuted(self, tensor: TensorValue, dims: Sequence[int], node: ast.AST) -> TensorValue:
-        shape = tuple(tensor.shape[d] for d in dims) if tensor.shape is not None else None
+        own = tensor.dims
+        shape = tuple(own[d] for d in dims) if own is not None else None
         strides = tuple(tensor.strides[d] for d in dims) if tensor.strides is not None else None
+        named_strides = tuple(tensor.sym_strides[d] for d in dims) if tensor.sym_strides is not None else None
         if strides is not None and shape is not None:
             contiguous = shapes.is_contiguous(shape, strides)  # type: ignore[arg-type]
         elif list(dims) == sorted(dims):
@@ -1934,6 +2089,7 @@ class Interpreter:
             shape=shape,
             tail=None,
             strides=strides,
+            sym_strides=named_strides,
             contiguous=contiguous,
             provenance=None,
             is_leaf=False,
@@ -1948,7 +2104,7 @@ class Interpreter:
 
     def _same_shape(self, tensor: TensorValue, qualname: str = "") -> TensorValue:
         return TensorValue(
-            shape=tensor.shape,
+            shape=tensor.dims,
             tail=tensor.tail,
             dtype=_elementwise_dtype(qualname.rsplit(".", 1)[-1], tensor.dtype),
             device=tensor.device,
@@ -1964,7 +2120,7 @@ class Interpreter:
 
     def _with_provenance(self, tensor: TensorValue, provenance: str, node: ast.AST, what: str) -> TensorValue:
         return TensorValue(
-            shape=tensor.shape,
+            shape=tensor.dims,
             tail=tensor.tail,
             dtype=tensor.dtype,
             device=tensor.device,
@@ -2125,6 +2281,20 @@ class Interpreter:
         ast.copy_location(call, node)
         return self._user_method(dataset, CallInfo(call, method="__getitem__", args=[Number("int")]))
 
+    def _dataset_length(self, dataset: Value, node: ast.AST) -> int | None:
+        """``len(dataset)`` when it is known: a TensorDataset's first dim, a Dataset class's ``__len__``."""
+        if not isinstance(dataset, InstanceValue):
+            return None
+        tensors = dataset.arg("tensors")
+        if isinstance(tensors, TupleValue):
+            first = tensors.items[0] if tensors.items else None
+            return first.shape[0] if isinstance(first, TensorValue) and first.shape else None
+        klass = self._user_class_of(dataset)
+        if klass is None or klass.method("__len__") is None:
+            return None
+        call = ast.copy_location(ast.Call(func=ast.Name(id="__len__"), args=[], keywords=[]), node)
+        return _int(self._user_method(dataset, CallInfo(call, method="__len__")))
+
     def _loader_batch(self, loader: InstanceValue, dataset: Value, node: ast.AST) -> Value:
         """A batch of a DataLoader with the default collate: the samples' structure with a batch dim in front."""
         sample = self._dataset_sample(dataset, node)
@@ -2133,9 +2303,14 @@ class Interpreter:
         size = loader.arg("batch_size", Literal(1))  # DataLoader's default batch_size is 1
         if isinstance(size, Literal) and size.value is None:
             return sample  # batch_size=None: no batching, samples as they are
-        batch = _int(size)
+        batch: Any = _int(size)
         if batch is not None and batch != 1 and _literal(loader.arg("drop_last")) is not True:
-            batch = None  # the last batch may be shorter
+            # The last batch may be shorter: a size of its own, the same for every tensor of the batch.
+            size_name = symbols.Sym.named("batch", hash(("loader", node.lineno, node.col_offset)))
+            length = self._dataset_length(dataset, node)
+            if length is not None and length % batch:
+                self._partial_batches[size_name] = (batch, length)
+            batch = size_name
         on_cpu = (
             isinstance(dataset, InstanceValue) and dataset.arg("on_cpu") is True and not self.default_device_changed
         )
@@ -2220,6 +2395,23 @@ def _call_site_description(given: dict[str, Value]) -> str:
         if isinstance(value, TensorValue) and value.shape is not None
     )
     return f"以这次调用的输入推算：{shapes_given}" if shapes_given else "以这次调用传入的参数推算"
+
+
+def _deciding_names(dims: tuple, strides: tuple, new_dims: tuple) -> list[str]:
+    """The named sizes a failing ``view`` depends on: those that, set to 1, would let it work."""
+    names = []
+    for atom in symbols.atoms_of([*dims, *new_dims]):
+        one = [tuple(symbols.with_one(d, atom) for d in part) for part in (dims, strides, new_dims)]
+        if not shapes.view_strides_named(*one)[1]:
+            names.append(atom[0])
+    return names
+
+
+def _reads_shape(node: ast.expr) -> bool:
+    """``x.shape`` or ``x.size(...)``."""
+    if isinstance(node, ast.Attribute):
+        return node.attr == "shape"
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "size"
 
 
 def _comprehension_names(generator: ast.comprehension) -> set[str]:
@@ -2385,7 +2577,7 @@ _BUILTINS: dict[str, Callable[[list[Value]], Value]] = {
 }
 
 
-def _collated(sample: Value, batch: int | None, on_cpu: Origin | None) -> Value:
+def _collated(sample: Value, batch: Any, on_cpu: Origin | None) -> Value:
     """What the default ``collate_fn`` makes of a list of samples like ``sample``: tensors gain a batch dim.
 
     ``on_cpu``: where the batch was made, when the dataset's samples are known to be on the CPU.
@@ -2396,7 +2588,7 @@ def _collated(sample: Value, batch: int | None, on_cpu: Origin | None) -> Value:
     if isinstance(sample, DictValue):
         return DictValue(tuple((key, _collated(item, batch, on_cpu)) for key, item in sample.items))
     if isinstance(sample, TensorValue):
-        shape = (batch, *sample.shape) if sample.shape is not None else None
+        shape = (batch, *sample.dims) if sample.dims is not None else None
         return TensorValue(
             shape=shape,
             dtype=sample.dtype,
@@ -2411,17 +2603,21 @@ def _collated(sample: Value, batch: int | None, on_cpu: Origin | None) -> Value:
 
 
 def _pieces(tensor: TensorValue, method: str, info: CallInfo) -> Value:
-    """``x.chunk(3, dim=-1)``, ``x.split(64, dim=1)``, ``x.unbind(0)``: the parts, when their number is known."""
-    if tensor.shape is None:
-        return None
+    """``x.chunk(3, dim=-1)``, ``x.split(64, dim=1)``, ``x.unbind(0)``: the parts, when their number is known.
+
+    A tensor of unknown rank whose last dims are known splits along one of those: ``qkv.chunk(3, dim=-1)``.
+    """
     dim = _int(info.arg(1 if method != "unbind" else 0, "dim"))
     dim = (
         0 if dim is None and not info.has_keyword("dim") and len(info.args) < (2 if method != "unbind" else 1) else dim
     )
-    index = shapes.normalize_dim(dim, len(tensor.shape)) if dim is not None else None
-    if index is None or tensor.shape[index] is None:
+    own = tensor.dims if tensor.shape is not None else tensor.tail
+    if own is None or dim is None or (tensor.shape is None and not -len(own) <= dim < 0):
         return None
-    size = tensor.shape[index]
+    index = shapes.normalize_dim(dim, len(own))
+    if index is None or not isinstance(own[index], int):
+        return None
+    size = own[index]
     if method == "unbind":
         sizes: list[int | None] = [None] * size
     elif method == "chunk":
@@ -2444,14 +2640,11 @@ def _pieces(tensor: TensorValue, method: str, info: CallInfo) -> Value:
         return None
     parts = []
     for part in sizes:
-        shape = (
-            tensor.shape[:index] + tensor.shape[index + 1 :]
-            if part is None
-            else (*tensor.shape[:index], part, *tensor.shape[index + 1 :])
-        )
+        shape = own[:index] + own[index + 1 :] if part is None else (*own[:index], part, *own[index + 1 :])
+        known = {"shape": shape} if tensor.shape is not None else {"tail": shape if part is not None else None}
         parts.append(
             TensorValue(
-                shape=shape, dtype=tensor.dtype, device=tensor.device, requires_grad=tensor.requires_grad, is_leaf=False
+                dtype=tensor.dtype, device=tensor.device, requires_grad=tensor.requires_grad, is_leaf=False, **known
             )
         )
     return TupleValue(tuple(parts))

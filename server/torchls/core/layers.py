@@ -31,17 +31,19 @@ def layer_output(module: ModuleValue, x: TensorValue, node: ast.AST) -> Value:
     short = module.qualname.rsplit(".", 1)[-1]
     base = {"device": x.device, "requires_grad": None, "is_leaf": False, "dtype": x.dtype}
     if short in SAME_SHAPE_LAYERS:
-        return TensorValue(shape=x.shape, tail=x.tail, **base)
+        return TensorValue(shape=x.dims, tail=x.tail, **base)
     if short in ("Softmax", "LogSoftmax", "Sigmoid"):
         provenance = {"Softmax": SOFTMAX, "LogSoftmax": LOG_SOFTMAX, "Sigmoid": SIGMOID}[short]
         origin = module.origin or Origin(node, f"在这里使用了 `{short}`")
-        return TensorValue(shape=x.shape, tail=x.tail, provenance=provenance, origin=origin, **base)
+        return TensorValue(shape=x.dims, tail=x.tail, provenance=provenance, origin=origin, **base)
     if short == "Linear":
         out = module.arg("out_features")
         if not isinstance(out, int):
             out = None  # a size we cannot compute: still logits, still the same batch dims
         if x.shape is not None and len(x.shape) >= 1:
-            return TensorValue(shape=(*x.shape[:-1], out), provenance=LOGITS, **base)
+            dims = (*x.dims[:-1], out)  # type: ignore[index]
+            # a freshly allocated result: contiguous whatever the input's layout
+            return TensorValue(shape=dims, provenance=LOGITS, contiguous=True, **base, **_fresh_strides(dims))
         return TensorValue(tail=(out,) if out is not None else None, provenance=LOGITS, **base)
     if short in ("Conv1d", "Conv2d"):
         return _conv_output(module, x, short, base)
@@ -67,7 +69,7 @@ def layer_output(module: ModuleValue, x: TensorValue, node: ast.AST) -> Value:
         dim = module.arg("embedding_dim")
         if not isinstance(dim, int):
             dim = None
-        shape = (*x.shape, dim) if x.shape is not None else None
+        shape = (*x.dims, dim) if x.dims is not None else None
         tail = None if shape or dim is None else (dim,)
         return TensorValue(shape=shape, tail=tail, device=x.device, dtype=None)
     if short in ("LSTM", "GRU", "RNN"):
@@ -77,13 +79,22 @@ def layer_output(module: ModuleValue, x: TensorValue, node: ast.AST) -> Value:
             return TupleValue((None, None))
         features = (2 if bidirectional else 1) * hidden
         if x.shape is not None and len(x.shape) in (2, 3):
-            return TupleValue((TensorValue(shape=(*x.shape[:-1], features), device=x.device), None))
+            return TupleValue((TensorValue(shape=(*x.dims[:-1], features), device=x.device), None))  # type: ignore[index]
         if x.shape is None and x.tail is not None:
             return TupleValue((TensorValue(tail=(features,), device=x.device), None))  # (..., D * hidden_size)
         return TupleValue((None, None))
     if short == "MultiheadAttention":
-        return TupleValue((TensorValue(shape=x.shape, tail=x.tail, device=x.device), None))
+        return TupleValue((TensorValue(shape=x.dims, tail=x.tail, device=x.device), None))
     return None
+
+
+def _fresh_strides(dims: tuple) -> dict:
+    """The strides of a newly allocated result, as the fields that hold them."""
+    if shapes.known(dims):
+        return {"strides": shapes.contiguous_strides(dims)}
+    if shapes.sized(dims):
+        return {"sym_strides": shapes.contiguous_named(dims)}
+    return {}
 
 
 def _conv_output(module: ModuleValue, x: TensorValue, short: str, base: dict) -> Value:
@@ -111,7 +122,7 @@ def _conv_output(module: ModuleValue, x: TensorValue, short: str, base: dict) ->
             ]
     tail = (out_channels, *out_sizes)
     if x.shape is not None and len(x.shape) in (spatial + 1, spatial + 2):
-        return TensorValue(shape=x.shape[: -(spatial + 1)] + tail, provenance=LOGITS, **base)
+        return TensorValue(shape=x.dims[: -(spatial + 1)] + tail, provenance=LOGITS, **base)  # type: ignore[index]
     return TensorValue(tail=tail, provenance=LOGITS, **base)
 
 
@@ -138,7 +149,7 @@ def _transposed_conv_output(module: ModuleValue, x: TensorValue, short: str, bas
         ]
     tail = (out_channels, *out_sizes)
     if x.shape is not None and len(x.shape) in (spatial + 1, spatial + 2):
-        return TensorValue(shape=x.shape[: -(spatial + 1)] + tail, provenance=LOGITS, **base)
+        return TensorValue(shape=x.dims[: -(spatial + 1)] + tail, provenance=LOGITS, **base)  # type: ignore[index]
     return TensorValue(tail=tail, provenance=LOGITS, **base)
 
 

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from torchls.core.values import Dim, Shape
+from torchls.core import symbols
+from torchls.core.values import Dim, Shape, SymDim
 
 
 def known(shape: Shape) -> bool:
-    """True when the rank and every dim are known."""
-    return shape is not None and all(d is not None for d in shape)
+    """True when the rank and every dim are known ints (a named size is not a known one)."""
+    return shape is not None and all(isinstance(d, int) for d in shape)
 
 
 def fmt(shape: Shape) -> str:
@@ -270,6 +271,8 @@ def concatenate(shapes: Sequence[Shape], dim: int) -> tuple[Shape, str | None]:
         listing = "、".join(fmt(s) for s in shapes)
         return None, f"`cat` 的张量维数不同：{listing}"
     rank = ranks.pop()
+    if rank == 0:
+        return None, None  # 0-d tensors: torch refuses them whatever ``dim`` says; not this check's business
     problem = dim_problem(dim, rank)
     if problem:
         return None, problem
@@ -371,12 +374,17 @@ ELLIPSIS = "..."
 PART = "part"  # a slice with bounds: the dim stays, its size is not known
 
 
-def index(shape: Shape, parts: Sequence[str]) -> Shape:
-    """The shape of ``x[parts]`` for basic indexing; None when a part is not one of the kinds above."""
+def index(shape: Shape, parts: Sequence[str | slice]) -> Shape:
+    """The shape of ``x[parts]`` for basic indexing; None when a part is not one of the kinds above.
+
+    A ``slice`` with int bounds (``x[..., :96]``) gives the size of a dim whose size is known.
+    """
     if shape is None or parts.count(ELLIPSIS) > 1:
         return None
-    consumed = sum(1 for p in parts if p in (KEEP, DROP, PART))
-    if consumed > len(shape) or any(p not in (KEEP, DROP, NEW, ELLIPSIS, PART) for p in parts):
+    consumed = sum(1 for p in parts if isinstance(p, slice) or p in (KEEP, DROP, PART))
+    if consumed > len(shape) or any(
+        not isinstance(p, slice) and p not in (KEEP, DROP, NEW, ELLIPSIS, PART) for p in parts
+    ):
         return None
     if ELLIPSIS in parts:
         at = parts.index(ELLIPSIS)
@@ -387,9 +395,138 @@ def index(shape: Shape, parts: Sequence[str]) -> Shape:
         if part == NEW:
             out.append(1)
             continue
-        if part == KEEP:
+        if isinstance(part, slice):
+            size = shape[position]
+            out.append(len(range(*part.indices(size))) if isinstance(size, int) else None)
+        elif part == KEEP:
             out.append(shape[position])
         elif part == PART:
             out.append(None)
         position += 1
     return (*out, *shape[position:])
+
+
+# ------------------------------------------------------------------------------------------- named sizes
+# The same operations on dims that may be named (:class:`Sym`): ``(b, t, 4, 16)``. Each answers only what holds
+# for every binding; where the names decide, the result is unknown and there is no problem to report.
+
+
+def sized(dims: Sequence[SymDim] | None) -> bool:
+    """True when the rank is known and every dim is an int or a named size."""
+    return dims is not None and all(symbols.is_size(d) for d in dims)
+
+
+def contiguous_named(dims: Sequence[SymDim]) -> tuple[SymDim, ...]:
+    """The strides of a freshly allocated tensor of these dims (products of the later dims)."""
+    out: list[SymDim] = []
+    running: SymDim = 1
+    for d in reversed(dims):
+        out.append(running)
+        running = symbols.multiply(running, d) if symbols.compare(d, 1) != -1 else running
+    return tuple(reversed(out))
+
+
+def view_named(
+    dims: Sequence[SymDim] | None, requested: Sequence[SymDim]
+) -> tuple[tuple[SymDim, ...] | None, str | None]:
+    """``view``/``reshape`` with named sizes: the new dims (``-1`` solved when the division is exact) and a
+    problem when the element counts differ for every binding (``B*T*C`` elements as ``(B*T, 2*C)``)."""
+    if sum(1 for d in requested if d == -1) > 1 or any(d is None for d in requested):
+        return None, None
+    total = symbols.product(list(dims)) if sized(dims) else None
+    fixed = symbols.product([d for d in requested if d != -1])
+    if total is None or fixed is None:
+        return tuple(None if d == -1 else d for d in requested), None
+    shown = "(" + ", ".join(str(d) for d in requested) + ")"
+    if -1 in requested:
+        solved = symbols.divide(total, fixed)
+        if solved is None and symbols.same_names(total, fixed):
+            # the same names on both sides: what -1 stands for is a fraction for every binding
+            return None, f"无法把 {total} 个元素排成 {shown}：{total} 不能被 {fixed} 整除"
+        return tuple(solved if d == -1 else d for d in requested), None
+    if symbols.differs_always(total, fixed):
+        return None, f"元素个数不一致：张量有 {total} 个元素，{shown} 需要 {fixed} 个"
+    return tuple(requested), None
+
+
+def view_strides_named(
+    dims: Sequence[SymDim], strides: Sequence[SymDim], new_dims: Sequence[SymDim]
+) -> tuple[tuple[SymDim, ...] | None, bool]:
+    """:func:`view_strides` on named sizes: ``(strides, False)`` when the view works for every binding,
+    ``(None, True)`` when it fails for every binding whose names are at least 2, ``(None, False)`` when the names
+    decide. Same steps as ATen's ``computeStride``, each comparison asked of :func:`symbols.compare`."""
+    if not dims:
+        return contiguous_named(new_dims), False
+    if any(d == 0 for d in dims):
+        return None, False
+    new_strides: list[SymDim] = [0] * len(new_dims)
+    view_d = len(new_dims) - 1
+    chunk_base: SymDim = strides[-1]
+    tensor_numel: SymDim = 1
+    view_numel: SymDim = 1
+    for tensor_d in range(len(dims) - 1, -1, -1):
+        tensor_numel = symbols.multiply(tensor_numel, dims[tensor_d])
+        if tensor_d == 0:
+            boundary = True
+        else:
+            single = symbols.compare(dims[tensor_d - 1], 1)
+            joined = symbols.compare(strides[tensor_d - 1], symbols.multiply(tensor_numel, chunk_base))
+            if single is None or (single != 0 and joined is None):
+                return None, False
+            boundary = single != 0 and joined != 0
+        if not boundary:
+            continue
+        while view_d >= 0:
+            smaller = symbols.compare(view_numel, tensor_numel)
+            if smaller == -1:
+                take = True
+            else:
+                one = symbols.compare(new_dims[view_d], 1)
+                if smaller is None or one is None:
+                    return None, False
+                take = one == 0
+            if not take:
+                break
+            new_strides[view_d] = symbols.multiply(view_numel, chunk_base)
+            view_numel = symbols.multiply(view_numel, new_dims[view_d])
+            view_d -= 1
+        matched = symbols.compare(view_numel, tensor_numel)
+        if matched is None:
+            return None, False
+        if matched != 0:
+            return None, True
+        if tensor_d > 0:
+            chunk_base = strides[tensor_d - 1]
+            tensor_numel = 1
+            view_numel = 1
+    if view_d != -1:
+        return None, True
+    return tuple(new_strides), False
+
+
+def broadcast_named(
+    a: Sequence[SymDim] | None, b: Sequence[SymDim] | None, result: Shape
+) -> tuple[SymDim, ...] | Shape:
+    """The broadcast of two shapes with names where both sides agree on a name (or the other side is 1 or
+    missing); ``result`` is the broadcast of the int dims, which this only fills in."""
+    if a is None or b is None or result is None:
+        return result
+    out = list(result)
+    for index in range(1, len(out) + 1):
+        if out[-index] is not None:
+            continue
+        x = a[-index] if index <= len(a) else 1
+        y = b[-index] if index <= len(b) else 1
+        if x == y or y == 1:
+            out[-index] = x if isinstance(x, symbols.Sym) else out[-index]
+        elif x == 1:
+            out[-index] = y if isinstance(y, symbols.Sym) else out[-index]
+    return tuple(out)
+
+
+def matmul_named(a: Sequence[SymDim] | None, b: Sequence[SymDim] | None, result: Shape) -> tuple[SymDim, ...] | Shape:
+    """A matrix product's dims with names: the rows of ``a``, the columns of ``b``, batch dims where they agree."""
+    if a is None or b is None or result is None or len(a) < 2 or len(b) < 2 or len(result) != max(len(a), len(b)):
+        return result
+    batch = broadcast_named(a[:-2], b[:-2], result[:-2])
+    return (*batch, a[-2] if result[-2] is None else result[-2], b[-1] if result[-1] is None else result[-1])  # type: ignore[misc]

@@ -10,8 +10,11 @@ import ast
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from torchls.core.symbols import Sym, erase
+
 Dim = int | None  # a known size, or unknown
 Shape = tuple[Dim, ...] | None  # None: even the number of dims is unknown
+SymDim = int | Sym | None  # a dim as the code names it: known, named (``t``, ``h * dh``), or unknown
 
 # Where a tensor's values came from, when that matters to a rule.
 SOFTMAX = "softmax"
@@ -64,6 +67,27 @@ class TensorValue:
     is_leaf: bool | None = None
     origin: Origin | None = None
     registered: bool = False  # an nn.Parameter or a registered buffer: it moves with its module
+    # The shape with the sizes the code names (``(b, t, 4, 16)``), when some dim that ``shape`` leaves unknown has
+    # a name. ``shape`` stays ints-or-None, so code that knows nothing of names is unchanged; pass a shape holding
+    # :class:`Sym` dims as ``shape=`` and it lands here. Dropped whenever it no longer matches ``shape``.
+    symbolic: tuple[SymDim, ...] | None = None
+    # Strides as products of sizes, for a tensor whose shape has names (``strides`` needs every dim known).
+    sym_strides: tuple[int | Sym, ...] | None = None
+
+    def __post_init__(self) -> None:
+        shape = self.shape
+        if shape is not None and any(isinstance(d, Sym) for d in shape):
+            object.__setattr__(self, "symbolic", shape)
+            object.__setattr__(self, "shape", erase(shape))
+        elif self.symbolic is not None and (shape is None or erase(self.symbolic) != shape):
+            object.__setattr__(self, "symbolic", None)
+        if self.sym_strides is not None and (self.symbolic is None or len(self.sym_strides) != len(self.symbolic)):
+            object.__setattr__(self, "sym_strides", None)
+
+    @property
+    def dims(self) -> tuple[SymDim, ...] | None:
+        """The shape with named sizes where the code names them."""
+        return self.symbolic if self.symbolic is not None else self.shape
 
     def with_(self, **changes: Any) -> TensorValue:
         return replace(self, **changes)

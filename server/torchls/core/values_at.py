@@ -41,10 +41,11 @@ class FileValues:
         self.source = source
         self._by_line: dict[int, list[tuple[Span, ast.AST, Value]]] = {}
         called = interpreter.call_values
-        for node, generic in ctx.values.items():
+        # A function's names have values from the calls the file makes even where its unknown arguments gave none.
+        for node in dict.fromkeys([*ctx.values, *called]):
             if not isinstance(node, ast.Name | ast.Attribute):
                 continue
-            value = called.get(node, generic)  # the calls the file makes know more than unknown arguments
+            value = called.get(node, ctx.values.get(node))  # the calls know more than unknown arguments
             if not _worth_showing(value):
                 continue
             span = source.span_from_ast(node)
@@ -85,9 +86,9 @@ def describe(found: ValueAt, source: SourceText) -> str | None:
     value = found.value
     if isinstance(value, TensorValue):
         parts = ["Tensor"]
-        if value.shape is not None:
-            dims = ", ".join("?" if d is None else str(d) for d in value.shape)
-            parts[0] += f" ({dims}{',' if len(value.shape) == 1 else ''})"
+        if value.dims is not None:  # named sizes keep the code's names: (b, t, 4, 16)
+            dims = ", ".join("?" if d is None else str(d) for d in value.dims)
+            parts[0] += f" ({dims}{',' if len(value.dims) == 1 else ''})"
         elif value.tail:
             parts[0] += " (..., " + ", ".join("?" if d is None else str(d) for d in value.tail) + ")"
         if value.dtype:
