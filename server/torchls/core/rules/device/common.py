@@ -696,3 +696,71 @@ def _stores(node: ast.AST, name: str) -> bool:
         if isinstance(inner, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and inner.name == name:
             return True
     return False
+
+
+def is_number(node: ast.expr) -> bool:
+    """A literal int or float, possibly negated: ``x > 0``, ``scale * 2``."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        node = node.operand
+    return isinstance(node, ast.Constant) and isinstance(node.value, int | float) and not isinstance(node.value, bool)
+
+
+def layer_input(node: ast.Call, ctx: Context, torch_layers_only: bool = False) -> ast.expr | None:
+    """``pos`` in ``self.embed(pos)``: the input of one of the model's own layers that has parameters
+    (``torch_layers_only``: a torch layer, not a block of the file's own)."""
+    call = ctx.call(node)
+    func = node.func
+    if (
+        call.module is None
+        or not isinstance(func, ast.Attribute)
+        or not isinstance(func.value, ast.Name)
+        or func.value.id != "self"
+        or (torch_layers_only and call.module.user_class is not None)
+        or not has_parameters(call.module, ctx)
+    ):
+        return None
+    return call.arg_node(0, "input")
+
+
+def move_suffix(move: ast.AST | None, anchor: ast.AST, ctx: Context) -> str | None:
+    """``.cuda()`` or ``.to(device)``: the way ``move`` moved a model, spelled so it can be appended to another
+    expression at ``anchor`` (a string device, or a device variable that holds the same device there)."""
+    if not isinstance(move, ast.Call) or not isinstance(move.func, ast.Attribute):
+        return None
+    if move.func.attr == "cuda" and not move.args and not move.keywords:
+        return ".cuda()"
+    if move.func.attr != "to" or len(move.args) != 1 or move.keywords:
+        return None
+    arg = move.args[0]
+    if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+        return f".to({ctx.text(arg)})"
+    if isinstance(arg, ast.Name):
+        kind = parse_device(ctx.value(arg))
+        if kind in (CUDA, ACCELERATOR, MPS) and arg.id in device_variables(frozenset({kind}), anchor, ctx):
+            return f".to({arg.id})"
+    return None
+
+
+def self_name(function: ast.AST) -> str | None:
+    """The name a method calls its instance (``self`` nearly always)."""
+    if not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
+        return None
+    params = [*function.args.posonlyargs, *function.args.args]
+    return params[0].arg if params else None
+
+
+def forward_helpers(klass) -> frozenset[str]:
+    """Methods ``forward`` calls on its instance (``self.add_positions(h)``): they compute on its inputs too."""
+    forward = klass.method("forward")
+    if forward is None:
+        return frozenset()
+    instance = self_name(forward)
+    return frozenset(
+        node.func.attr
+        for node in ast.walk(forward)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and isinstance(node.func.value, ast.Name)
+        and node.func.value.id == instance
+        and klass.method(node.func.attr) is not None
+    )

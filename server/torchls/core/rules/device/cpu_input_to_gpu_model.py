@@ -5,7 +5,7 @@ import ast
 from torchls.core.findings import Fix, Related, Severity
 from torchls.core.rules.base import Context, Rule
 from torchls.core.rules.device import common
-from torchls.core.values import ACCELERATOR, CUDA, MPS, ModuleValue, parse_device
+from torchls.core.values import ModuleValue
 
 
 class CpuInputToGpuModel(Rule):
@@ -105,25 +105,7 @@ def _input_node(module: ModuleValue, node: ast.Call, ctx: Context) -> ast.expr |
 
 def _fix(input_node: ast.expr, move: ast.AST | None, ctx: Context) -> Fix | None:
     """Move the input the way the model was moved, when that way can be spelled here."""
-    if not isinstance(move, ast.Call) or not isinstance(move.func, ast.Attribute):
-        return None
-    if not common.postfix_ready(input_node):
-        return None
-    if move.func.attr == "cuda" and not move.args and not move.keywords:
-        suffix = ".cuda()"
-    elif move.func.attr == "to" and len(move.args) == 1 and not move.keywords:
-        arg = move.args[0]
-        if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
-            suffix = f".to({ctx.text(arg)})"
-        elif isinstance(arg, ast.Name):
-            kind = parse_device(ctx.value(arg))
-            if kind not in (CUDA, ACCELERATOR, MPS):
-                return None
-            if arg.id not in common.device_variables(frozenset({kind}), input_node, ctx):
-                return None
-            suffix = f".to({arg.id})"
-        else:
-            return None
-    else:
+    suffix = common.move_suffix(move, input_node, ctx) if common.postfix_ready(input_node) else None
+    if suffix is None:
         return None
     return Fix(f"把输入移到模型所在的设备：`{ctx.text(input_node)}{suffix}`", (ctx.insert_after(input_node, suffix),))

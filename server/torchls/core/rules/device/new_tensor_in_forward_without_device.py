@@ -72,11 +72,11 @@ class NewTensorInForwardWithoutDevice(Rule):
         function, klass = ctx.function, ctx.klass
         if function is None or klass is None or not klass.is_module:
             return
-        if function.name != "forward" and function.name not in _forward_helpers(klass):
+        if function.name != "forward" and function.name not in common.forward_helpers(klass):
             return
         forward = _Forward(function, klass, ctx)
         candidates = ctx.file_facts.setdefault("tl203_candidates", {})
-        layer_input = _layer_input(node, ctx) if isinstance(node, ast.Call) else None
+        layer_input = common.layer_input(node, ctx) if isinstance(node, ast.Call) else None
         if layer_input is not None:
             creation = forward.cpu_created(layer_input)
             if creation is not None and creation not in candidates:
@@ -160,14 +160,14 @@ class _Forward:
             if qualname is None:
                 return self._created_by_helper(expr, visiting)
             return None
-        if isinstance(expr, ast.Compare) and len(expr.comparators) == 1 and _is_number(expr.comparators[0]):
+        if isinstance(expr, ast.Compare) and len(expr.comparators) == 1 and common.is_number(expr.comparators[0]):
             return self._created(expr.left, visiting)
         if isinstance(expr, ast.Subscript) and _slice_keeps_dims(expr.slice):
             return self._created(expr.value, visiting)
         if isinstance(expr, ast.BinOp):
-            if _is_number(expr.right):
+            if common.is_number(expr.right):
                 return self._created(expr.left, visiting)
-            if _is_number(expr.left):
+            if common.is_number(expr.left):
                 return self._created(expr.right, visiting)
             return None
         if isinstance(expr, ast.Name) and expr.id not in visiting:
@@ -373,49 +373,12 @@ class _Forward:
         return Fix(f"按输入的设备新建：加上 `device={self.input}.device`", (self.ctx.insert_after(last, text),))
 
 
-def _forward_helpers(klass) -> frozenset[str]:
-    """Methods ``forward`` calls on ``self`` (``self.add_positions(h)``): they compute on its inputs too."""
-    forward = klass.method("forward")
-    if forward is None:
-        return frozenset()
-    return frozenset(
-        node.func.attr
-        for node in ast.walk(forward)
-        if isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Attribute)
-        and isinstance(node.func.value, ast.Name)
-        and node.func.value.id == "self"
-        and klass.method(node.func.attr) is not None
-    )
-
-
 def _enclosing_function(node: ast.AST, ctx: Context) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
     parents = ctx.parents()
     current = parents.get(node)
     while current is not None and not isinstance(current, ast.FunctionDef | ast.AsyncFunctionDef):
         current = parents.get(current)
     return current
-
-
-def _is_number(node: ast.expr) -> bool:
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        node = node.operand
-    return isinstance(node, ast.Constant) and isinstance(node.value, int | float) and not isinstance(node.value, bool)
-
-
-def _layer_input(node: ast.Call, ctx: Context) -> ast.expr | None:
-    """``pos`` in ``self.embed(pos)``: the input of one of the model's own layers that has parameters."""
-    call = ctx.call(node)
-    func = node.func
-    if (
-        call.module is None
-        or not isinstance(func, ast.Attribute)
-        or not isinstance(func.value, ast.Name)
-        or func.value.id != "self"
-        or not common.has_parameters(call.module, ctx)
-    ):
-        return None
-    return call.arg_node(0, "input")
 
 
 def _mentions(value: ast.expr, name: str) -> bool:
