@@ -1,0 +1,351 @@
+"""What the training-loop rules can prove about optimizers: which optimizer a ``step()`` call steps, which
+modules' parameters an optimizer was built from, and whether two modules provably hold different parameters.
+
+Everything answers "unknown" (None / False) rather than guess.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from torchls.core.rules.base import Context
+from torchls.core.rules.loop import flow
+from torchls.core.rules.loop.modules import classes
+from torchls.core.values import InstanceValue, ModuleValue, Value
+
+_PARAMETER_METHODS = frozenset({"parameters", "named_parameters"})
+# Calls that take an optimizer without touching its gradients (besides scaler.step, which steps it).
+_SCALER_METHODS = frozenset({"step", "unscale_", "update"})
+
+
+def is_optimizer(value: Value) -> bool:
+    return (
+        isinstance(value, InstanceValue)
+        and value.qualname.startswith("torch.optim.")
+        and ".lr_scheduler." not in value.qualname
+        and value.qualname.rsplit(".", 1)[-1][:1].isupper()
+    )
+
+
+def is_scaler(value: Value) -> bool:
+    return isinstance(value, InstanceValue) and value.qualname.endswith("GradScaler")
+
+
+def chain(expr: ast.AST) -> bool:
+    """A plain name or attribute chain: ``optimizer``, ``self.opt_g``."""
+    while isinstance(expr, ast.Attribute):
+        expr = expr.value
+    return isinstance(expr, ast.Name)
+
+
+def stepped(call: ast.Call, ctx: Context) -> tuple[ast.expr, bool] | None:
+    """The optimizer expression a ``.step(...)`` call steps, and whether it passes a closure (which computes, and
+    may clear, the gradients itself): ``optimizer.step()``, ``scaler.step(optimizer)``, ``optimizer.step(closure)``.
+    None when the call is not provably an optimizer step (a scheduler's step, an unknown object's step(x))."""
+    func = call.func
+    if not (isinstance(func, ast.Attribute) and func.attr == "step" and chain(func.value)):
+        return None
+    receiver = ctx.value(func.value)
+    if not call.args and not call.keywords:
+        if receiver is None or is_optimizer(receiver):
+            return func.value, False
+        return None
+    if len(call.args) == 1 and not call.keywords and chain(call.args[0]):
+        argument = ctx.value(call.args[0])
+        if is_scaler(receiver) or (receiver is None and is_optimizer(argument)):
+            return call.args[0], False  # scaler.step(optimizer)
+    if is_optimizer(receiver):
+        return func.value, True  # optimizer.step(closure)
+    return None
+
+
+def zeroed(call: ast.Call) -> ast.expr | None:
+    """The receiver of ``x.zero_grad(...)`` when it is a name or attribute chain."""
+    func = call.func
+    if isinstance(func, ast.Attribute) and func.attr == "zero_grad" and chain(func.value):
+        return func.value
+    return None
+
+
+def construction(optimizer: ast.expr, ctx: Context) -> ast.Call | None:
+    """The ``torch.optim.X(...)`` call that built the optimizer ``optimizer`` refers to, when known."""
+    value = ctx.value(optimizer)
+    if not is_optimizer(value) or value.origin is None:  # type: ignore[union-attr]
+        return None
+    node = value.origin.node  # type: ignore[union-attr]
+    return node if isinstance(node, ast.Call) else None
+
+
+def parameter_sources(optimizer_call: ast.Call) -> list[ast.expr] | None:
+    """The modules whose parameters an optimizer was built from: ``[model]`` for ``SGD(model.parameters())``,
+    ``[model.backbone, model.head]`` for param groups that list them. None when the parameters come from
+    anything else (a list built elsewhere, ``[p for p in ...]``, a tensor)."""
+    params: ast.expr | None = None
+    for keyword in optimizer_call.keywords:
+        if keyword.arg == "params":
+            params = keyword.value
+        elif keyword.arg is None:
+            return None
+    if params is None:
+        if not optimizer_call.args or isinstance(optimizer_call.args[0], ast.Starred):
+            return None
+        params = optimizer_call.args[0]
+    found: list[ast.expr] = []
+    return found if _sources(params, found) and found else None
+
+
+def _sources(expr: ast.expr, found: list[ast.expr]) -> bool:
+    if isinstance(expr, ast.Call):
+        func = expr.func
+        if isinstance(func, ast.Attribute) and func.attr in _PARAMETER_METHODS and chain(func.value):
+            found.append(func.value)
+            return True
+        name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+        if name in ("list", "tuple", "chain") and not expr.keywords:
+            return bool(expr.args) and all(_sources(a, found) for a in expr.args)
+        if name == "filter" and len(expr.args) == 2 and not expr.keywords:
+            return _sources(expr.args[1], found)  # a subset of the same parameters
+        return False
+    if isinstance(expr, ast.List | ast.Tuple):
+        return bool(expr.elts) and all(_sources(e, found) for e in expr.elts)
+    if isinstance(expr, ast.Dict):
+        for key, value in zip(expr.keys, expr.values, strict=True):
+            if key is None:
+                return False
+            if isinstance(key, ast.Constant) and key.value == "params":
+                return _sources(value, found)
+        return False
+    return False
+
+
+def within(inner: str, outer: str) -> bool:
+    """``model.head`` is within ``model`` (its parameters are among ``model``'s)."""
+    return inner == outer or inner.startswith(outer + ".")
+
+
+def same_module_within(source: ast.expr, model: ast.expr, ctx: Context) -> bool:
+    """``source`` (``model.head`` in ``SGD(model.head.parameters())``) is ``model`` or a path inside it, and
+    the two spell the same object: the same text, and the same module construction behind it."""
+    text = ctx.text(model)
+    if not within(ctx.text(source), text):
+        return False
+    prefix: ast.expr = source
+    while ctx.text(prefix) != text:
+        if not isinstance(prefix, ast.Attribute):
+            return False
+        prefix = prefix.value
+    here, there = ctx.value(model), ctx.value(prefix)
+    return (
+        isinstance(here, ModuleValue)
+        and isinstance(there, ModuleValue)
+        and here.origin is not None
+        and there.origin is not None
+        and here.origin.node is there.origin.node
+    )
+
+
+def distinct_modules(a: ast.expr, b: ast.expr, ctx: Context) -> bool:
+    """``a`` and ``b`` provably hold no parameter in common: neither is an attribute path inside the other, both
+    were built by constructor calls (of torch layers or of the file's own classes) that take no module, and
+    none of the layers either one is made of was built by the same call as a layer of the other."""
+    text_a, text_b = ctx.text(a), ctx.text(b)
+    if within(text_a, text_b) or within(text_b, text_a):
+        return False
+    if _module_surgery(ctx):
+        return False  # layers attached after construction: what a module holds is no longer what it was built with
+    parts_a, parts_b = _parts(ctx.value(a), ctx), _parts(ctx.value(b), ctx)
+    return parts_a is not None and parts_b is not None and not parts_a & parts_b
+
+
+def _parts(value: Value, ctx: Context, depth: int = 0) -> set[int] | None:
+    """The construction calls (by id) of a module and of every layer inside it; None when some part is not known
+    (built around a module passed in, a layer the interpreter could not follow, a wrapper)."""
+    if depth > 6 or not isinstance(value, ModuleValue) or value.origin is None:
+        return None
+    node = value.origin.node
+    if not isinstance(node, ast.Call):
+        return None
+    func = node.func
+    qualname = ctx.qualify(func) or ""
+    info = classes(ctx).get(value.user_class) if value.user_class is not None else None
+    if info is None and not qualname.startswith("torch.nn."):
+        return None
+    if qualname.endswith(("DataParallel", "DistributedDataParallel")):
+        return None
+    if info is None and short_name(value) in _CONTAINERS:
+        elements = node.args[0].elts if len(node.args) == 1 and isinstance(node.args[0], ast.List) else node.args
+        if node.keywords or any(isinstance(e, ast.Starred) for e in elements) or len(elements) != len(value.children):
+            return None  # layers the interpreter did not list one by one
+        arguments: list[ast.expr] = []  # the layers are the children, followed below
+    else:
+        arguments = [*node.args, *(k.value for k in node.keywords)]
+    for argument in arguments:
+        for inner in ast.walk(argument):
+            if isinstance(inner, ast.Starred) or (
+                isinstance(inner, ast.Name | ast.Attribute | ast.Call) and isinstance(ctx.value(inner), ModuleValue)
+            ):
+                return None  # built around another module: it may share that module's parameters
+    found = {id(node)}
+    inner_parts: list[Value] = list(value.children)
+    if info is not None:
+        family = info.chain()
+        table = info.instance_attributes(value.args)
+        tables = [table] if table is not None else [k.attributes for k in family]
+        if any(k.unstable for k in family):
+            return None  # attributes set outside __init__ (or more than once): the layers may change
+        called = {n for n in _called_self_attributes(family) if info.method(n) is None}
+        for attributes in tables:
+            for name, part in attributes.items():
+                if isinstance(part, ModuleValue):
+                    inner_parts.append(part)
+                elif name in called:
+                    return None  # a layer the interpreter does not know
+        if any(name in called and not any(name in t for t in tables) for name in called):
+            return None
+    for part in inner_parts:
+        parts = _parts(part, ctx, depth + 1) if part is not None else None
+        if parts is None:
+            return None
+        found |= parts
+    return found
+
+
+_ATTACHING = frozenset({"add_module", "register_module", "append", "extend", "insert"})
+
+
+def _module_surgery(ctx: Context) -> bool:
+    """The file attaches layers to modules after building them: ``model.head = nn.Linear(...)`` outside the
+    class, ``seq.append(layer)``, ``add_module``, ``setattr`` (computed once per file)."""
+    cached = ctx.file_facts.get("loop.optimizers.surgery")
+    if cached is None:
+        cached = any(_attaches(node, ctx) for node in ast.walk(ctx.tree))
+        ctx.file_facts["loop.optimizers.surgery"] = cached
+    return cached
+
+
+def _attaches(node: ast.AST, ctx: Context) -> bool:
+    """Read from the syntax alone (the whole file, whatever has been evaluated so far)."""
+    if isinstance(node, ast.Assign):
+        return _builds_module(node.value, ctx) and any(
+            isinstance(t, ast.Attribute | ast.Subscript) and flow.root_name(t) not in ("self", None)
+            for t in node.targets
+        )
+    if not isinstance(node, ast.Call):
+        return False
+    func = node.func
+    if isinstance(func, ast.Name):
+        return func.id == "setattr"
+    if not (isinstance(func, ast.Attribute) and func.attr in _ATTACHING):
+        return False
+    return func.attr in ("add_module", "register_module") or any(_builds_module(a, ctx) for a in node.args)
+
+
+def _builds_module(expr: ast.expr, ctx: Context) -> bool:
+    """A constructor call of a torch layer or of one of the file's classes, or a name holding a module."""
+    if isinstance(expr, ast.Name | ast.Attribute):
+        return True  # `model.head = head`: may well be a module
+    if not isinstance(expr, ast.Call):
+        return False
+    qualname = ctx.qualify(expr.func) or ""
+    if qualname.startswith("torch.nn.") or qualname.startswith("torchvision."):
+        return True
+    return isinstance(expr.func, ast.Name) and expr.func.id in classes(ctx)
+
+
+_CONTAINERS = frozenset({"Sequential", "ModuleList"})
+
+
+def short_name(module: ModuleValue) -> str:
+    return module.qualname.rsplit(".", 1)[-1]
+
+
+def _called_self_attributes(family: list) -> set[str]:
+    """Attributes a class calls as ``self.x(...)`` (its layers), in any of its methods."""
+    found = set()
+    for klass in family:
+        for node in ast.walk(klass.node):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and isinstance(node.func.value, ast.Name)
+                and node.func.value.id == "self"
+            ):
+                found.add(node.func.attr)
+    return found
+
+
+def loop_body_nodes(loop: ast.For | ast.AsyncFor | ast.While) -> Iterator[ast.AST]:
+    """Every node of the loop body (not its ``else``, iterable or target), in its own scope."""
+    for statement in loop.body:
+        yield statement
+        yield from flow.walk_scope(statement)
+
+
+def stepping_and_zeroing_functions(ctx: Context) -> tuple[set[str], set[str]]:
+    """Names of the file's functions and methods whose body steps something (any ``.step(...)``) and of those that
+    clear gradients (``zero_grad``, ``.grad = ...``, ``.grad.zero_()``), directly or through each other."""
+    cached = ctx.file_facts.get("loop.optimizers.helpers")
+    if cached is not None:
+        return cached
+    steps: set[str] = set()
+    zeroes: set[str] = set()
+    calls: dict[str, set[str]] = {}
+    for node in ast.walk(ctx.tree):
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        called = calls.setdefault(node.name, set())
+        for inner in ast.walk(node):
+            if isinstance(inner, ast.Attribute):
+                if inner.attr == "step":
+                    steps.add(node.name)
+                elif _clears_gradients(inner):
+                    zeroes.add(node.name)
+            if isinstance(inner, ast.Call):
+                func = inner.func
+                name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+                if name:
+                    called.add(name)
+    for found in (steps, zeroes):
+        changed = True
+        while changed:
+            changed = False
+            for name, called in calls.items():
+                if name not in found and called & found:
+                    found.add(name)
+                    changed = True
+    cached = (steps, zeroes)
+    ctx.file_facts["loop.optimizers.helpers"] = cached
+    return cached
+
+
+def _clears_gradients(node: ast.Attribute) -> bool:
+    """``x.zero_grad``, ``p.grad = ...`` / ``del p.grad``, ``p.grad.zero_()``."""
+    if node.attr == "zero_grad":
+        return True
+    if node.attr == "grad" and isinstance(node.ctx, ast.Store | ast.Del):
+        return True
+    return node.attr == "zero_" and isinstance(node.value, ast.Attribute) and node.value.attr == "grad"
+
+
+def called_name(call: ast.Call) -> str | None:
+    func = call.func
+    return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+
+
+def passes(call: ast.Call, names: set[str]) -> bool:
+    """Whether the call hands an object rooted at one of ``names`` to its callee (as an argument)."""
+    arguments = [a.value if isinstance(a, ast.Starred) else a for a in call.args] + [k.value for k in call.keywords]
+    return any(flow.root_name(a) in names for a in arguments if isinstance(a, ast.Name | ast.Attribute))
+
+
+def is_scaler_call(call: ast.Call, ctx: Context) -> bool:
+    """``scaler.step(opt)``, ``scaler.unscale_(opt)``, ``scaler.update()`` on a GradScaler (or a receiver
+    named like one when its value is unknown)."""
+    func = call.func
+    if not (isinstance(func, ast.Attribute) and func.attr in _SCALER_METHODS):
+        return False
+    value = ctx.value(func.value)
+    if value is not None:
+        return is_scaler(value)
+    return isinstance(func.value, ast.Name | ast.Attribute) and "scaler" in ctx.text(func.value).lower()
