@@ -10,6 +10,7 @@ from torchls.core.rules.loss.kl_div_mean_reduction import KlDivMeanReduction
 from torchls.core.rules.loss.logits_to_bce_loss import LogitsToBceLoss
 from torchls.core.rules.loss.loss_target_shape_mismatch import LossTargetShapeMismatch
 from torchls.core.rules.loss.nll_loss_without_log_softmax import NllLossWithoutLogSoftmax
+from torchls.core.rules.loss.sigmoid_applied_twice import SigmoidAppliedTwice
 from torchls.core.rules.loss.sigmoid_before_bce_with_logits import SigmoidBeforeBceWithLogits
 from torchls.core.rules.loss.single_class_cross_entropy import SingleClassCrossEntropy
 from torchls.core.rules.loss.softmax_before_cross_entropy import SoftmaxBeforeCrossEntropy
@@ -30,4 +31,5 @@ RULES = [
     KlDivMeanReduction,
     SingleClassCrossEntropy,
     CrossEntropyClassDimLast,
+    SigmoidAppliedTwice,
 ]
