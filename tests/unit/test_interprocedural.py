@@ -174,6 +174,33 @@ CASES = {
         "with torch.no_grad():\n        return model(x)",
         "model.eval()\n    with torch.no_grad():\n        return model(x)",
     ),
+    "a decoder loop's first step, with the encoder's hidden state": (
+        """
+        class Encoder(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.rnn = nn.GRU(8, 16, batch_first=True)
+
+            def forward(self, src):
+                return self.rnn(src)  # a user model returning (output, h_n)
+
+        def attend(h, memory):
+            query = h.transpose(0, 1)  # (1, B, H) -> (B, 1, H)
+            return torch.softmax(query @ memory.transpose(1, 2), dim=-1) @ memory
+
+        embed = nn.Embedding(10, 8)
+        memory, h = Encoder()(torch.randn(4, 5, 8))
+        token = torch.zeros(4, dtype=torch.long)
+        for step in range(12):
+            context = attend(h, memory)
+            joined = torch.cat([embed(token), context], dim=-1)
+            h = h + 0.1
+            token = joined.argmax(-1)
+        """,
+        "TL105",
+        "torch.cat([embed(token), context], dim=-1)",
+        "torch.cat([embed(token), context.squeeze(1)], dim=-1)",
+    ),
 }
 
 

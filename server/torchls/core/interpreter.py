@@ -348,6 +348,7 @@ class Interpreter:
         self._depth = 0  # how many specialised evaluations are running, one inside the other
         # Named sizes (``b, t, d = x.shape``): the names the code gives a shape's dims where it reads them.
         self._dim_names: dict[ast.AST, dict[int, str]] = {}
+        self._first_iterations = 0  # loops whose first iteration is being evaluated, one inside the other
         self._unpacked_shapes: set[ast.AST] = set()  # ``b, t, d = x.shape``: the reads that also give the rank
         # A loader's batch size whose last batch is shorter: (batch_size, len(dataset)).
         self._partial_batches: dict[symbols.Sym, tuple[int, int]] = {}
@@ -603,12 +604,28 @@ class Interpreter:
                 self.block(node.body, env)
             self.block(node.orelse, env)
             return
+        item = self._iteration(iterable, node.iter)
+        self._first_iteration(node, env, lambda first: self.bind(node.target, item, first))
         inner = self._loop_env(node, env)
-        self.bind(node.target, self._iteration(iterable, node.iter), inner)
+        self.bind(node.target, item, inner)
         self.block(node.body, inner)
         self.block(node.orelse, inner)
         _accumulated_lists(env, inner)
         _merge_into(env, env, inner)
+
+    def _first_iteration(self, node: ast.For | ast.AsyncFor | ast.While, env: Env, start: Callable) -> None:
+        """The loop body once more, as its first iteration runs: with the values from before the loop, which the
+        general pass forgets for every name the loop assigns (``h`` in ``logits, h = step(token, h)``). What it
+        proves holds whenever the loop runs at all; its env is dropped. Two levels of loops at most."""
+        if self._first_iterations >= 2 or not any(True for _ in assigned_names(node)):
+            return
+        first = dict(env)
+        self._first_iterations += 1
+        try:
+            start(first)
+            self.block(node.body, first)
+        finally:
+            self._first_iterations -= 1
 
     def _unrolled_items(self, iterable: Value, node: ast.For | ast.AsyncFor) -> tuple[Value, ...] | None:
         items = _known_items(iterable)
@@ -619,6 +636,7 @@ class Interpreter:
         return items
 
     def _while(self, node: ast.While, env: Env) -> None:
+        self._first_iteration(node, env, lambda first: self.expr(node.test, first))
         inner = self._loop_env(node, env)
         self.expr(node.test, inner)
         self.block(node.body, inner)
@@ -2205,7 +2223,7 @@ class Interpreter:
                 if module.device is None:
                     device = returned.device  # not moved as a whole: where its forward computed, for this input
                 return TensorValue(
-                    shape=returned.shape,
+                    shape=returned.dims,
                     tail=returned.tail,
                     dtype=returned.dtype,
                     device=device,
@@ -2213,6 +2231,8 @@ class Interpreter:
                     origin=returned.origin,
                     is_leaf=False,
                 )
+            if isinstance(returned, TupleValue | DictValue):
+                return returned  # (output, hidden), (recon, mu, logvar), {"logits": ...}: as forward made them
             return None
         x = info.arg(0, "input")
         short = module.qualname.rsplit(".", 1)[-1]
@@ -2331,7 +2351,7 @@ class Interpreter:
             inner = self._iteration(iterable.arg("of"), inner_node)  # type: ignore[arg-type]
             if iterable.qualname == "progress":
                 return inner
-            return TupleValue((None, inner)) if inner is not None else None
+            return TupleValue((Number("int"), inner)) if inner is not None else None
         if isinstance(iterable, InstanceValue):
             dataset = iterable.arg("dataset")
             if iterable.qualname.endswith("DataLoader") and iterable.arg("collate_fn") is None:
@@ -2357,7 +2377,7 @@ class Interpreter:
                     (None, TensorValue(requires_grad=True, is_leaf=True, origin=Origin(node, "模型参数")))
                 )
         if isinstance(iterable, TensorValue) and iterable.shape:
-            return TensorValue(shape=iterable.shape[1:], dtype=iterable.dtype, device=iterable.device, is_leaf=False)
+            return TensorValue(shape=iterable.dims[1:], dtype=iterable.dtype, device=iterable.device, is_leaf=False)  # type: ignore[index]
         return None
 
 
@@ -2551,11 +2571,14 @@ def _extreme(pick: Callable[..., Any]) -> Callable[[list[Value]], Value]:
 
 
 def _range(args: list[Value]) -> Value:
+    """A short range, item by item; any other range still yields ints (``tgt[:, t]`` drops a dim)."""
     numbers = [_int(v) for v in args]
-    if not 1 <= len(numbers) <= 3 or any(n is None for n in numbers):
+    if not 1 <= len(args) <= 3:
         return None
+    if any(n is None for n in numbers):
+        return SequenceOf(Number("int"))
     span = range(*numbers)  # type: ignore[arg-type]
-    return TupleValue(tuple(Literal(i) for i in span)) if len(span) <= _UNROLL_ITEMS else None
+    return TupleValue(tuple(Literal(i) for i in span)) if len(span) <= _UNROLL_ITEMS else SequenceOf(Number("int"))
 
 
 def _zip(args: list[Value]) -> Value:

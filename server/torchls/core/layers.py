@@ -77,15 +77,31 @@ def layer_output(module: ModuleValue, x: TensorValue, node: ast.AST) -> Value:
         bidirectional = module.arg("bidirectional", False)
         if not isinstance(hidden, int) or not isinstance(bidirectional, bool) or module.has_arg("proj_size"):
             return TupleValue((None, None))
-        features = (2 if bidirectional else 1) * hidden
+        directions = 2 if bidirectional else 1
+        features = directions * hidden
         if x.shape is not None and len(x.shape) in (2, 3):
-            return TupleValue((TensorValue(shape=(*x.dims[:-1], features), device=x.device), None))  # type: ignore[index]
+            output = TensorValue(shape=(*x.dims[:-1], features), device=x.device)  # type: ignore[index]
+            return TupleValue((output, _final_state(module, short, x, hidden)))
         if x.shape is None and x.tail is not None:
             return TupleValue((TensorValue(tail=(features,), device=x.device), None))  # (..., D * hidden_size)
         return TupleValue((None, None))
     if short == "MultiheadAttention":
         return TupleValue((TensorValue(shape=x.dims, tail=x.tail, device=x.device), None))
     return None
+
+
+def _final_state(module: ModuleValue, short: str, x: TensorValue, hidden: int) -> Value:
+    """``h_n`` (``(h_n, c_n)`` for an LSTM): ``(num_layers * directions, N, hidden_size)`` for a batched input,
+    without the batch dim for an unbatched one."""
+    layers_count, batch_first = module.arg("num_layers", 1), module.arg("batch_first", False)
+    if not isinstance(layers_count, int) or not isinstance(batch_first, bool) or x.dims is None:
+        return None
+    leading = layers_count * (2 if module.arg("bidirectional", False) is True else 1)
+    if len(x.dims) == 3:
+        state = TensorValue(shape=(leading, x.dims[0 if batch_first else 1], hidden), device=x.device)
+    else:
+        state = TensorValue(shape=(leading, hidden), device=x.device)
+    return TupleValue((state, state)) if short == "LSTM" else state
 
 
 def _fresh_strides(dims: tuple) -> dict:
