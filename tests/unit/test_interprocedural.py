@@ -201,6 +201,27 @@ CASES = {
         "torch.cat([embed(token), context], dim=-1)",
         "torch.cat([embed(token), context.squeeze(1)], dim=-1)",
     ),
+    "class labels read into a float table by a comprehension": (
+        """
+        class Rows(torch.utils.data.Dataset):
+            def __init__(self, lines):
+                self.table = torch.tensor([[float(v) for v in line.split(",")] for line in lines])
+
+            def __len__(self):
+                return len(self.table)
+
+            def __getitem__(self, i):
+                return self.table[i, :-1], self.table[i, -1]
+
+        loader = torch.utils.data.DataLoader(Rows(read_lines()), batch_size=8)
+        model = nn.Linear(4, 3)
+        for x, label in loader:
+            F.cross_entropy(model(x), label).backward()
+        """,
+        "TL306",
+        "F.cross_entropy(model(x), label)",
+        "F.cross_entropy(model(x), label.long())",
+    ),
 }
 
 

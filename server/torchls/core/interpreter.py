@@ -433,8 +433,13 @@ class Interpreter:
                 self.bind(generator.target, self._iteration(iterable, generator.iter), inner)
                 for condition in generator.ifs:
                     self.expr(condition, inner)
-            for part in (node.key, node.value) if isinstance(node, ast.DictComp) else (node.elt,):
+            parts = [
                 self.expr(part, inner)
+                for part in ((node.key, node.value) if isinstance(node, ast.DictComp) else (node.elt,))
+            ]
+            if isinstance(node, ast.ListComp | ast.GeneratorExp) and parts[0] is not None:
+                # every item is what the element is with the loop variables as iterating gives them
+                return SequenceOf(parts[0])
             return None
         if isinstance(node, ast.Lambda):
             inner = dict(env)
@@ -2554,6 +2559,8 @@ def _number(kind: type) -> Callable[[list[Value]], Value]:
                 return Literal(kind(args[0].value))
             except (OverflowError, ValueError):
                 return None
+        if len(args) <= 1:
+            return Number("int" if kind is int else "float")  # float(v) of anything is a Python float
         return None
 
     return convert
@@ -2675,6 +2682,11 @@ def _pieces(tensor: TensorValue, method: str, info: CallInfo) -> Value:
 
 def _nested_shape(value: Value) -> tuple[Any, str | None]:
     """The shape and dtype ``torch.tensor`` gives a nested list or tuple literal."""
+    if isinstance(value, Number):
+        return (), "torch.int64" if value.kind == "int" else "torch.float32"
+    if isinstance(value, SequenceOf):
+        shape, dtype = _nested_shape(value.item)  # [[float(v) for v in row] for row in reader]
+        return ((None, *shape) if shape is not None else None), dtype
     if isinstance(value, Literal):
         python = value.value
         if isinstance(python, bool):
