@@ -5,9 +5,14 @@ from __future__ import annotations
 import ast
 from typing import ClassVar
 
-from torchls.core.layers import input_problem
+from torchls.core import shapes
+from torchls.core.layers import input_problem, layer_output
 from torchls.core.rules.base import Context, Rule
-from torchls.core.values import TensorValue
+from torchls.core.values import ModuleValue, TensorValue
+
+# Kinds of layer problem that their own rule reports wherever the layer sits, in a Sequential too: a BatchNorm
+# sized for the wrong channels is a norm problem first (TL109), not only two neighbours that do not fit (TL111).
+OWN_RULE_IN_SEQUENTIAL = frozenset({"norm"})
 
 
 def recorded_problem(node: ast.AST, ctx: Context, kind: str) -> str | None:
@@ -43,6 +48,15 @@ class LayerInputRule(Rule):
     def visit(self, node: ast.Call, ctx: Context) -> None:
         call = ctx.call(node)
         layer = call.module
+        if self.problem_kind in OWN_RULE_IN_SEQUENTIAL and "torch.nn.Sequential" in (
+            call.qualname,
+            layer and layer.qualname,
+        ):
+            found = sequential_problem(node, ctx)
+            if found is not None and found[2] == self.problem_kind:
+                where, inner, _, message = found
+                ctx.report(where, message, related=ctx.related(inner.origin) if where is node else ())
+                return
         if layer is None or layer.user_class is not None:
             return
         if layer.qualname == "torch.nn.Sequential" and call.layer_inputs:
@@ -61,3 +75,44 @@ class LayerInputRule(Rule):
         if problem is None or problem[0] != self.problem_kind:
             return
         ctx.report(node, problem[1], related=ctx.related(layer.origin) + ctx.related(x.origin))
+
+
+def sequential_problem(node: ast.Call, ctx: Context) -> tuple[ast.AST, ModuleValue, str, str] | None:
+    """The first layer of an ``nn.Sequential`` that provably does not fit what reaches it: where to report it, the
+    layer, the problem's kind and the message. At the definition (``nn.Sequential(...)``), what the layers fix
+    is checked from any input; where a Sequential is called on a known input, that input goes through, and the
+    first layer is left to the layer's own rule (it meets the caller's value, not a neighbour)."""
+    call = ctx.call(node)
+    if call.module is not None and call.module.qualname == "torch.nn.Sequential" and call.module.children:
+        first = call.layer_inputs[0][1] if call.layer_inputs else None
+        if not isinstance(first, TensorValue) or first.shape is None:
+            return None  # with no known input, the definition-site check already said what can be said
+        for index, (layer, value) in enumerate(call.layer_inputs, 1):
+            if not isinstance(value, TensorValue):
+                return None
+            if index == 1 or layer.user_class is not None:
+                continue  # the file's own block is checked inside its forward, for this input
+            problem = input_problem(layer, value)
+            if problem is not None:
+                shown = shapes.fmt(first.shape)
+                return (
+                    node,
+                    layer,
+                    problem[0],
+                    f"形状为 {shown} 的输入走到 `Sequential` 的第 {index} 层时接不上：{problem[1]}",
+                )
+        return None
+    if call.qualname != "torch.nn.Sequential" or node.keywords or call.starred:
+        return None
+    # For Sequential(*layers) with a list the code builds, the layers are known but not where each is written.
+    arg_nodes = node.args if not call.spliced else [node] * len(call.args)
+    value: TensorValue | None = TensorValue()  # whatever goes in: only what the layers fix is checked
+    for arg_node, layer in zip(arg_nodes, call.args, strict=True):
+        if not isinstance(layer, ModuleValue) or value is None:
+            return None
+        problem = input_problem(layer, value)
+        if problem is not None:
+            return arg_node, layer, problem[0], f"在 `Sequential` 里与前面的层接不上：{problem[1]}"
+        result = layer_output(layer, value, arg_node)
+        value = result if isinstance(result, TensorValue) else None
+    return None

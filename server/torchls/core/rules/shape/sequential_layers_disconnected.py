@@ -2,11 +2,9 @@ from __future__ import annotations
 
 import ast
 
-from torchls.core import shapes
 from torchls.core.findings import Severity
-from torchls.core.layers import input_problem, layer_output
 from torchls.core.rules.base import Context, Rule
-from torchls.core.values import ModuleValue, TensorValue
+from torchls.core.rules.shape.common import OWN_RULE_IN_SEQUENTIAL, sequential_problem
 
 
 class SequentialLayersDisconnected(Rule):
@@ -39,45 +37,10 @@ class SequentialLayersDisconnected(Rule):
     node_types = (ast.Call,)
 
     def visit(self, node: ast.Call, ctx: Context) -> None:
-        call = ctx.call(node)
-        if call.module is not None and call.module.qualname == "torch.nn.Sequential" and call.module.children:
-            self._check_applied(node, call.layer_inputs, ctx)
-            return
-        if call.qualname != "torch.nn.Sequential" or node.keywords or call.starred:
-            return
-        # At the definition. For Sequential(*layers) with a list the code builds, the layers are known but not
-        # where each is written.
-        arg_nodes = node.args if not call.spliced else [node] * len(call.args)
-        value: TensorValue | None = TensorValue()  # whatever goes in: only what the layers fix is checked
-        for arg_node, layer in zip(arg_nodes, call.args, strict=True):
-            if not isinstance(layer, ModuleValue) or value is None:
-                return
-            problem = input_problem(layer, value)
-            if problem is not None:
-                related = ctx.related(layer.origin) if call.spliced else ()
-                ctx.report(arg_node, f"在 `Sequential` 里与前面的层接不上：{problem[1]}", related=related)
-                return
-            result = layer_output(layer, value, arg_node)
-            value = result if isinstance(result, TensorValue) else None
-
-    @staticmethod
-    def _check_applied(node: ast.Call, steps: tuple[tuple[ModuleValue, object], ...], ctx: Context) -> None:
-        """A Sequential called on an input of known shape: the first layer that the value reaching it does not fit."""
-        first = steps[0][1] if steps else None
-        if not isinstance(first, TensorValue) or first.shape is None:
-            return  # with no known input, the definition-site check below already said what can be said
-        for index, (layer, value) in enumerate(steps, 1):
-            if not isinstance(value, TensorValue):
-                return
-            if index == 1 or layer.user_class is not None:
-                # The first layer meets the caller's input, not a neighbour: the layer's own rule (TL101, TL108,
-                # ...) reports that. The file's own block is checked inside its forward, for this input.
-                continue
-            problem = input_problem(layer, value)
-            if problem is not None:
-                ctx.report(
-                    node,
-                    f"形状为 {shapes.fmt(first.shape)} 的输入走到 `Sequential` 的第 {index} 层时接不上：{problem[1]}",
-                    related=ctx.related(layer.origin),
-                )
-                return
+        found = sequential_problem(node, ctx)
+        if found is None or found[2] in OWN_RULE_IN_SEQUENTIAL:
+            return  # a normalisation layer sized wrong is TL109's, wherever it sits
+        where, layer, _, message = found
+        applied = where is node and ctx.call(node).module is not None
+        spliced = ctx.call(node).spliced
+        ctx.report(where, message, related=ctx.related(layer.origin) if applied or spliced else ())
