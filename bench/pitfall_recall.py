@@ -31,7 +31,7 @@ from torchls.core.checker import Checker
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "tests" / "fixtures" / "pitfalls"
-_EXPECT = re.compile(r"^expect:\s*(?P<codes>[A-Z0-9, ]+|none)\s*$", re.MULTILINE)
+_EXPECT = re.compile(r"^expect:\s*(?P<codes>[A-Z0-9, ]+|none|clean)\s*$", re.MULTILINE)
 _RUN_SECONDS = 60
 
 
@@ -53,7 +53,9 @@ def programs(corpus: Path = CORPUS) -> list[Program]:
         if match is None:
             raise SystemExit(f"{path}: no 'expect:' line in its docstring")
         codes = match.group("codes").strip()
-        found.append(Program(path, frozenset() if codes == "none" else frozenset(c.strip() for c in codes.split(","))))
+        found.append(
+            Program(path, frozenset() if codes in ("none", "clean") else frozenset(c.strip() for c in codes.split(",")))
+        )
     return found
 
 

@@ -155,7 +155,110 @@ def distinct_modules(a: ast.expr, b: ast.expr, ctx: Context) -> bool:
     if _module_surgery(ctx):
         return False  # layers attached after construction: what a module holds is no longer what it was built with
     parts_a, parts_b = _parts(ctx.value(a), ctx), _parts(ctx.value(b), ctx)
-    return parts_a is not None and parts_b is not None and not parts_a & parts_b
+    if parts_a is not None and parts_b is not None:
+        return not parts_a & parts_b
+    # Two names each bound once to its own call that builds new layers (``generator = mlp(8, 2)``,
+    # ``G, D = Generator(), Critic()``): whatever those calls build, they build it anew.
+    call_a, call_b = _fresh_instance(a, ctx), _fresh_instance(b, ctx)
+    return call_a is not None and call_b is not None and call_a is not call_b
+
+
+def _fresh_instance(expr: ast.expr, ctx: Context) -> ast.Call | None:
+    """The call ``expr`` (a plain name) was bound to, once, when that call builds its modules anew."""
+    if not isinstance(expr, ast.Name):
+        return None
+    stores = flow.bindings(flow.scope_of(expr, ctx), expr.id, ctx)
+    if len(stores) != 1 or not isinstance(stores[0], ast.Name):
+        return None
+    value = _bound_value(stores[0], ctx)
+    return value if isinstance(value, ast.Call) and _builds_anew(value, ctx, 0) else None
+
+
+def _bound_value(store: ast.Name, ctx: Context) -> ast.expr | None:
+    """``x = value``, or the matching part of ``a, b = f(), g()``."""
+    value = flow.simple_assignment(store, ctx)
+    if value is not None:
+        return value
+    target = flow.parent(store, ctx)
+    statement = flow.parent(target, ctx) if isinstance(target, ast.Tuple) else None
+    if (
+        isinstance(statement, ast.Assign)
+        and len(statement.targets) == 1
+        and statement.targets[0] is target
+        and isinstance(statement.value, ast.Tuple)
+        and len(statement.value.elts) == len(target.elts)  # type: ignore[union-attr]
+    ):
+        return statement.value.elts[target.elts.index(store)]  # type: ignore[union-attr]
+    return None
+
+
+def _builds_anew(call: ast.Call, ctx: Context, depth: int) -> bool:
+    """Calling ``call`` makes new modules only: a torch layer, a class or a function of the file (no decorator)
+    whose code takes no module as an argument and reads no module kept in a global."""
+    if depth > 3 or any(isinstance(ctx.value(a), ModuleValue) for a in (*call.args, *(k.value for k in call.keywords))):
+        return False
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+        return False
+    qualname = ctx.qualify(call.func) or ""
+    if qualname.startswith("torch.nn.") and not qualname.endswith(("DataParallel", "DistributedDataParallel")):
+        return True
+    if not isinstance(call.func, ast.Name):
+        return False
+    definitions = [n for n in ctx.tree.body if isinstance(n, ast.FunctionDef | ast.ClassDef) and n.name == call.func.id]
+    if len(definitions) != 1 or definitions[0].decorator_list:
+        return False
+    definition = definitions[0]
+    if isinstance(definition, ast.ClassDef) and definition.name not in classes(ctx):
+        return False
+    held = _global_modules(ctx)
+    for node in ast.walk(definition):
+        if isinstance(node, ast.Global | ast.Nonlocal | ast.Yield | ast.YieldFrom):
+            return False
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in held:
+            return False
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id != definition.name:
+            inner = [n for n in ctx.tree.body if isinstance(n, ast.FunctionDef) and n.name == node.func.id]
+            if inner and (inner[0].decorator_list or not _builds_anew_body(inner[0], held)):
+                return False
+    return True
+
+
+def _builds_anew_body(function: ast.FunctionDef, held: set[str]) -> bool:
+    """A helper a constructor calls (``block(cin, cout)``) reads no module kept in a global."""
+    return not any(
+        isinstance(n, ast.Global | ast.Nonlocal)
+        or (isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in held)
+        for n in ast.walk(function)
+    )
+
+
+def _may_hold_module(value: ast.expr, ctx: Context) -> bool:
+    """A module-level value that is or may be a module: a module value, or any call but the few known to make
+    something else (``torch.device(...)``, ``math.sqrt(...)``)."""
+    if isinstance(ctx.value(value), ModuleValue):
+        return True
+    for call in (n for n in ast.walk(value) if isinstance(n, ast.Call)):
+        qualname = ctx.qualify(call.func) or ""
+        if qualname != "torch.device" and qualname.split(".")[0] not in _NO_MODULES:
+            return True
+    return False
+
+
+_NO_MODULES = frozenset({"math", "os", "random", "numpy", "argparse", "pathlib"})  # libraries that make no nn.Module
+
+
+def _global_modules(ctx: Context) -> set[str]:
+    """Module-level names that hold a module (``shared = nn.Linear(4, 4)``): code that reads them may share it."""
+    cached = ctx.file_facts.get("loop.optimizers.global_modules")
+    if cached is None:
+        cached = set()
+        for statement in ctx.tree.body:
+            if isinstance(statement, ast.Assign | ast.AnnAssign) and statement.value is not None:
+                targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+                if _may_hold_module(statement.value, ctx):
+                    cached |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+        ctx.file_facts["loop.optimizers.global_modules"] = cached
+    return cached
 
 
 def _parts(value: Value, ctx: Context, depth: int = 0) -> set[int] | None:
@@ -238,7 +341,22 @@ def _attaches(node: ast.AST, ctx: Context) -> bool:
         return func.id == "setattr"
     if not (isinstance(func, ast.Attribute) and func.attr in _ATTACHING):
         return False
+    if func.attr in ("append", "extend", "insert") and _plain_list(func.value, node, ctx):
+        return False  # `layers.append(act)` while building a list for nn.Sequential(*layers)
     return func.attr in ("add_module", "register_module") or any(_builds_module(a, ctx) for a in node.args)
+
+
+def _plain_list(receiver: ast.expr, at: ast.AST, ctx: Context) -> bool:
+    """``receiver`` is a name its scope binds only to list displays or ``list(...)`` calls."""
+    if not isinstance(receiver, ast.Name):
+        return False
+    stores = flow.bindings(flow.scope_of(at, ctx), receiver.id, ctx)
+    values = [flow.simple_assignment(s, ctx) if isinstance(s, ast.Name) else None for s in stores]
+    return bool(values) and all(
+        isinstance(v, ast.List | ast.ListComp)
+        or (isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id == "list")
+        for v in values
+    )
 
 
 def _builds_module(expr: ast.expr, ctx: Context) -> bool:
