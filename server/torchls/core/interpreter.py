@@ -2280,7 +2280,20 @@ class Interpreter:
         return value
 
     def layer_output(self, module: ModuleValue, x: TensorValue, node: ast.AST) -> Value:
-        return layers.layer_output(module, x, node)
+        result = layers.layer_output(module, x, node)
+        short = module.qualname.rsplit(".", 1)[-1]
+        keeps_layout = short in layers.SAME_SHAPE_LAYERS or short in _POOLS
+        if (
+            isinstance(result, TensorValue)
+            and (short in _FRESH_LAYERS or (keeps_layout and x.contiguous is True))
+            and result.strides is None
+            and result.dims is not None
+            and "channels_last" not in self.ctx.source.text
+        ):
+            # a new tensor in the default layout (a file that never asks for channels_last keeps that layout), or
+            # an elementwise layer's / a pool's result on a contiguous input, which keeps the input's layout
+            result = result.with_(contiguous=True, **layers.fresh_strides(result.dims))
+        return result
 
     # ---- iteration
 
@@ -2386,6 +2399,9 @@ class Interpreter:
         return None
 
 
+# Layers whose output is a newly allocated tensor in the default memory format.
+_FRESH_LAYERS = frozenset({"Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "Embedding"})
+_POOLS = frozenset({"MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool2d", "AdaptiveMaxPool2d"})
 _UNROLL_ITEMS = 8  # loops over at most this many known items run item by item
 _UNROLL_BUDGET = 2000  # iterations run that way, per file
 _MAX_DEPTH = 6  # calls of the file's own functions followed one inside the other

@@ -43,7 +43,7 @@ def layer_output(module: ModuleValue, x: TensorValue, node: ast.AST) -> Value:
         if x.shape is not None and len(x.shape) >= 1:
             dims = (*x.dims[:-1], out)  # type: ignore[index]
             # a freshly allocated result: contiguous whatever the input's layout
-            return TensorValue(shape=dims, provenance=LOGITS, contiguous=True, **base, **_fresh_strides(dims))
+            return TensorValue(shape=dims, provenance=LOGITS, contiguous=True, **base, **fresh_strides(dims))
         return TensorValue(tail=(out,) if out is not None else None, provenance=LOGITS, **base)
     if short in ("Conv1d", "Conv2d"):
         return _conv_output(module, x, short, base)
@@ -57,7 +57,7 @@ def layer_output(module: ModuleValue, x: TensorValue, node: ast.AST) -> Value:
         if size is None or channels is None:
             return None
         if x.shape is not None:
-            return TensorValue(shape=x.shape[:-2] + size, **base)
+            return TensorValue(shape=x.dims[:-2] + size, **base)  # type: ignore[index]
         return TensorValue(tail=(channels[0], *size), **base)
     if short == "Flatten":
         start, end = module.arg("start_dim", 1), module.arg("end_dim", -1)
@@ -104,7 +104,7 @@ def _final_state(module: ModuleValue, short: str, x: TensorValue, hidden: int) -
     return TupleValue((state, state)) if short == "LSTM" else state
 
 
-def _fresh_strides(dims: tuple) -> dict:
+def fresh_strides(dims: tuple) -> dict:
     """The strides of a newly allocated result, as the fields that hold them."""
     if shapes.known(dims):
         return {"strides": shapes.contiguous_strides(dims)}
@@ -181,7 +181,7 @@ def _pool_output(module: ModuleValue, x: TensorValue, base: dict) -> Value:
     sizes = [shapes.conv_output(trailing[1 + i], kernel[i], stride[i], padding[i], dilation[i]) for i in range(2)]
     tail = (trailing[0], *sizes)
     if x.shape is not None:
-        return TensorValue(shape=x.shape[:-3] + tail, **base)
+        return TensorValue(shape=x.dims[:-3] + tail, **base)  # type: ignore[index]
     return TensorValue(tail=tail, **base)
 
 
