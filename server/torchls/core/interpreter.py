@@ -1678,7 +1678,7 @@ class Interpreter:
         if qualname == "torch.nn.functional.one_hot":
             classes = _int(info.arg(1, "num_classes"))
             shape = (
-                (*receiver.shape, classes if classes and classes > 0 else None) if receiver.shape is not None else None
+                (*receiver.dims, classes if classes and classes > 0 else None) if receiver.dims is not None else None  # type: ignore[misc]
             )
             return TensorValue(
                 shape=shape,
@@ -2364,6 +2364,12 @@ class Interpreter:
             for other in known[1:]:
                 item = merge(item, other)
             return item
+        if isinstance(iterable, InstanceValue) and iterable.qualname == "builtins.zip":
+            zipped = iterable.arg("of")
+            parts = (
+                tuple(self._iteration(part, node) for part in zipped.items) if isinstance(zipped, TupleValue) else ()
+            )
+            return TupleValue(parts) if any(p is not None for p in parts) else None
         if isinstance(iterable, InstanceValue) and iterable.qualname in ("builtins.enumerate", "progress"):
             inner_node = iterable.origin.node if iterable.origin is not None else node
             inner = self._iteration(iterable.arg("of"), inner_node)  # type: ignore[arg-type]
@@ -2605,9 +2611,12 @@ def _range(args: list[Value]) -> Value:
 
 
 def _zip(args: list[Value]) -> Value:
+    """Known sequences zipped item by item; otherwise a zip whose items iterating works out (loaders too)."""
     sequences = [_known_items(v) for v in args]
-    if not sequences or any(s is None for s in sequences):
+    if not sequences:
         return None
+    if any(s is None for s in sequences):
+        return InstanceValue("builtins.zip", (("of", TupleValue(tuple(args))),))
     return TupleValue(tuple(TupleValue(parts) for parts in zip(*sequences, strict=False)))  # type: ignore[misc]
 
 

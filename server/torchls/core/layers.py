@@ -51,6 +51,16 @@ def layer_output(module: ModuleValue, x: TensorValue, node: ast.AST) -> Value:
         return _transposed_conv_output(module, x, short, base)
     if short in ("MaxPool2d", "AvgPool2d"):
         return _pool_output(module, x, base)
+    if short in ("MaxPool1d", "AvgPool1d"):
+        return _pool1d_output(module, x, base)
+    if short in ("AdaptiveAvgPool1d", "AdaptiveMaxPool1d"):
+        size = _one(module.arg("output_size"))
+        channels = x.trailing(2)
+        if size is None or channels is None:
+            return None
+        if x.shape is not None:
+            return TensorValue(shape=(*x.dims[:-1], size[0]), **base)  # type: ignore[index]
+        return TensorValue(tail=(channels[0], size[0]), **base)
     if short in ("AdaptiveAvgPool2d", "AdaptiveMaxPool2d"):
         size = shapes.pair(module.arg("output_size"), 1)
         channels = x.trailing(3)
@@ -118,10 +128,12 @@ def _conv_output(module: ModuleValue, x: TensorValue, short: str, base: dict) ->
     out_channels = module.arg("out_channels")
     if not isinstance(out_channels, int):
         out_channels = None
-    kernel = shapes.pair(module.arg("kernel_size"), 1) if spatial == 2 else _one(module.arg("kernel_size"))
-    stride = shapes.pair(module.arg("stride"), 1) if spatial == 2 else _one(module.arg("stride"), 1)
-    dilation = shapes.pair(module.arg("dilation"), 1) if spatial == 2 else _one(module.arg("dilation"), 1)
+    kernel = _per_dim(module, "kernel_size", 1, spatial)
+    stride = _per_dim(module, "stride", 1, spatial)
+    dilation = _per_dim(module, "dilation", 1, spatial)
     padding_arg = module.arg("padding")
+    if _unknown(module, "padding"):
+        kernel = None  # padding passed but not known: neither are the output's sizes
     sizes = x.trailing(spatial)
     out_sizes: list[Any] = [None] * spatial
     if padding_arg == "same":
@@ -148,12 +160,9 @@ def _transposed_conv_output(module: ModuleValue, x: TensorValue, short: str, bas
     out_channels = module.arg("out_channels")
     out_channels = out_channels if isinstance(out_channels, int) else None
 
-    def per_dim(name: str, default: int) -> tuple[int, ...] | None:
-        value = module.arg(name)
-        return shapes.pair(value, default) if spatial == 2 else _one(value, default)
-
-    kernel, stride = per_dim("kernel_size", 1), per_dim("stride", 1)
-    padding, extra, dilation = per_dim("padding", 0), per_dim("output_padding", 0), per_dim("dilation", 1)
+    kernel, stride = _per_dim(module, "kernel_size", 1, spatial), _per_dim(module, "stride", 1, spatial)
+    padding, extra = _per_dim(module, "padding", 0, spatial), _per_dim(module, "output_padding", 0, spatial)
+    dilation = _per_dim(module, "dilation", 1, spatial)
     sizes = x.trailing(spatial)
     out_sizes: list[Any] = [None] * spatial
     if kernel and stride and padding and extra and dilation and sizes is not None:
@@ -170,11 +179,10 @@ def _transposed_conv_output(module: ModuleValue, x: TensorValue, short: str, bas
 
 
 def _pool_output(module: ModuleValue, x: TensorValue, base: dict) -> Value:
-    kernel = shapes.pair(module.arg("kernel_size"), 1)
-    stride_arg = module.arg("stride")
-    stride = kernel if stride_arg is None else shapes.pair(stride_arg, 1)
-    padding = shapes.pair(module.arg("padding"), 0)
-    dilation = shapes.pair(module.arg("dilation"), 1)
+    kernel = _per_dim(module, "kernel_size", 1, 2) if module.has_arg("kernel_size") else None
+    stride = kernel if not module.has_arg("stride") else _per_dim(module, "stride", 1, 2)
+    padding = _per_dim(module, "padding", 0, 2)
+    dilation = _per_dim(module, "dilation", 1, 2)
     trailing = x.trailing(3)
     if not (kernel and stride and padding and dilation) or trailing is None or module.arg("ceil_mode"):
         return None
@@ -183,6 +191,36 @@ def _pool_output(module: ModuleValue, x: TensorValue, base: dict) -> Value:
     if x.shape is not None:
         return TensorValue(shape=x.dims[:-3] + tail, **base)  # type: ignore[index]
     return TensorValue(tail=tail, **base)
+
+
+def _pool1d_output(module: ModuleValue, x: TensorValue, base: dict) -> Value:
+    """``MaxPool1d`` / ``AvgPool1d`` on ``(N, C, L)`` or ``(C, L)``."""
+    kernel = _per_dim(module, "kernel_size", 1, 1) if module.has_arg("kernel_size") else None
+    stride = kernel if not module.has_arg("stride") else _per_dim(module, "stride", 1, 1)
+    padding, dilation = _per_dim(module, "padding", 0, 1), _per_dim(module, "dilation", 1, 1)
+    trailing = x.trailing(2)
+    if not (kernel and stride and padding and dilation) or trailing is None or module.arg("ceil_mode"):
+        return None
+    if x.shape is not None and len(x.shape) not in (2, 3):
+        return None
+    tail = (trailing[0], shapes.conv_output(trailing[1], kernel[0], stride[0], padding[0], dilation[0]))
+    if x.shape is not None:
+        return TensorValue(shape=(*x.dims[:-2], *tail), **base)  # type: ignore[index]
+    return TensorValue(tail=tail, **base)
+
+
+def _unknown(module: ModuleValue, name: str) -> bool:
+    """The constructor call passes ``name``, but not as a literal the checker can read."""
+    return module.has_arg(name) and module.arg(name) is None
+
+
+def _per_dim(module: ModuleValue, name: str, default: int, spatial: int) -> tuple[int, ...] | None:
+    """A size argument (an int, or one per spatial dim) as one int per dim: ``default`` when the call does not
+    pass it, None when it passes something not literal (``nn.Conv2d(c, c, k)`` with ``k`` unknown)."""
+    if _unknown(module, name):
+        return None
+    value = module.arg(name)
+    return shapes.pair(value, default) if spatial == 2 else _one(value, default)
 
 
 def _one(value: Any, default: int = 1) -> tuple[int] | None:

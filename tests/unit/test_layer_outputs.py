@@ -1,0 +1,51 @@
+"""Output shapes the checker gives torch layers, against the installed torch; and arguments it cannot read stay
+unknown instead of falling back to a default."""
+
+from __future__ import annotations
+
+import ast
+
+import pytest
+import torch
+
+from torchls.core.layers import layer_output
+from torchls.core.values import ModuleValue, TensorValue
+
+CASES = [
+    ("Conv1d", (("in_channels", 4), ("out_channels", 6), ("kernel_size", 5), ("padding", 2)), (2, 4, 33)),
+    ("Conv2d", (("in_channels", 3), ("out_channels", 8), ("kernel_size", 3), ("stride", 2)), (2, 3, 17, 20)),
+    ("MaxPool1d", (("kernel_size", 2),), (2, 6, 33)),
+    ("AvgPool1d", (("kernel_size", 3), ("stride", 2), ("padding", 1)), (6, 33)),
+    ("MaxPool2d", (("kernel_size", 2),), (2, 3, 17, 20)),
+    ("AdaptiveAvgPool1d", (("output_size", 1),), (2, 6, 33)),
+    (
+        "ConvTranspose2d",
+        (("in_channels", 3), ("out_channels", 2), ("kernel_size", 4), ("stride", 2), ("padding", 1)),
+        (1, 3, 7, 7),
+    ),
+]
+
+
+@pytest.mark.parametrize("kind, args, shape", CASES, ids=lambda c: str(c))
+def test_the_output_shape_is_torchs(kind, args, shape):
+    real = getattr(torch.nn, kind)(**dict(args))(torch.randn(shape))
+    modelled = layer_output(ModuleValue(f"torch.nn.{kind}", args), TensorValue(shape=shape), ast.Constant(0))
+    assert isinstance(modelled, TensorValue) and modelled.shape == tuple(real.shape)
+
+
+@pytest.mark.parametrize(
+    "kind, args",
+    [
+        ("Conv2d", (("in_channels", 3), ("out_channels", 8), ("kernel_size", None))),  # nn.Conv2d(3, 8, k)
+        ("Conv2d", (("in_channels", 3), ("out_channels", 8), ("kernel_size", 3), ("padding", None))),
+        ("MaxPool2d", (("kernel_size", None),)),
+        ("MaxPool1d", (("kernel_size", 2), ("stride", None))),
+    ],
+)
+def test_an_argument_passed_but_not_known_leaves_the_sizes_unknown(kind, args):
+    modelled = layer_output(
+        ModuleValue(f"torch.nn.{kind}", args),
+        TensorValue(shape=(2, 3, 16, 16)[: 4 if "2d" in kind else 3]),
+        ast.Constant(0),
+    )
+    assert not isinstance(modelled, TensorValue) or modelled.shape is None or modelled.shape[-1] is None
