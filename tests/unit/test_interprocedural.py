@@ -222,6 +222,30 @@ CASES = {
         "F.cross_entropy(model(x), label)",
         "F.cross_entropy(model(x), label.long())",
     ),
+    "samples appended in __init__, batched by a loader, fed to mm": (
+        """
+        class Graphs(torch.utils.data.Dataset):
+            def __init__(self, n=100):
+                self.samples = []
+                for _ in range(n):
+                    self.samples.append((torch.randn(12, 5), torch.eye(12)))
+
+            def __len__(self):
+                return len(self.samples)
+
+            def __getitem__(self, i):
+                return self.samples[i]
+
+        dims = [5] + [16] * 2
+        layers = [nn.Linear(a, b) for a, b in zip(dims[:-1], dims[1:])]
+        for x, adj in torch.utils.data.DataLoader(Graphs(), batch_size=10):
+            for layer in layers:
+                x = torch.relu(layer(torch.mm(adj, x)))
+        """,
+        "TL102",
+        "torch.mm(adj, x)",
+        "torch.bmm(adj, x)",
+    ),
 }
 
 

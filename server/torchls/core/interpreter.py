@@ -613,9 +613,14 @@ class Interpreter:
         self._first_iteration(node, env, lambda first: self.bind(node.target, item, first))
         inner = self._loop_env(node, env)
         self.bind(node.target, item, inner)
+        sink = self._init_attribute_sink()
+        before = dict(sink) if sink is not None else None
         self.block(node.body, inner)
         self.block(node.orelse, inner)
         _accumulated_lists(env, inner)
+        if sink is not None and before is not None:
+            _accumulated_lists(before, sink)  # self.samples = [] ... self.samples.append(...) in __init__
+            sink.update({name: before[name] for name in before if isinstance(before[name], SequenceOf)})
         _merge_into(env, env, inner)
 
     def _first_iteration(self, node: ast.For | ast.AsyncFor | ast.While, env: Env, start: Callable) -> None:
@@ -625,12 +630,17 @@ class Interpreter:
         if self._first_iterations >= 2 or not any(True for _ in assigned_names(node)):
             return
         first = dict(env)
+        sink = self._init_attribute_sink()
+        kept = dict(sink) if sink is not None else None
         self._first_iterations += 1
         try:
             start(first)
             self.block(node.body, first)
         finally:
             self._first_iterations -= 1
+            if sink is not None and kept is not None:  # what it stored on the instance goes with its env
+                sink.clear()
+                sink.update(kept)
 
     def _unrolled_items(self, iterable: Value, node: ast.For | ast.AsyncFor) -> tuple[Value, ...] | None:
         items = _known_items(iterable)
@@ -820,17 +830,10 @@ class Interpreter:
         elif isinstance(target, ast.Attribute):
             owner = self.expr(target.value, env)
             self._attribute_assigned(target, owner, value, env)
-            klass = self.ctx.klass
-            if (
-                klass is not None
-                and isinstance(target.value, ast.Name)
-                and target.value.id == "self"
-                and self.ctx.function is not None
-                and self.ctx.function.name == "__init__"
-            ):
-                sink = self._attribute_sink if self._attribute_sink is not None else klass.attributes
+            sink = self._init_attribute_sink(target)
+            if sink is not None:
                 if target.attr in sink:
-                    klass.unstable.add(target.attr)
+                    self.ctx.klass.unstable.add(target.attr)  # type: ignore[union-attr]
                 sink[target.attr] = value
             self._visit_rules(target)
         elif isinstance(target, ast.Starred):
@@ -985,6 +988,8 @@ class Interpreter:
             if isinstance(index, Literal):
                 return container.get(index.value)
             return _merged(v for _, v in container.items)  # batch[key]: one of the values, whichever key
+        if isinstance(container, SequenceOf):
+            return container if isinstance(node.slice, ast.Slice) else container.item  # samples[i]: one of them
         if isinstance(container, TupleValue) and isinstance(node.slice, ast.Slice):
             bounds = [
                 self.ctx.values.get(part) if part is not None else Literal(None)
@@ -1090,6 +1095,11 @@ class Interpreter:
     def _arithmetic(self, left: Value, right: Value, op: ast.operator, node: ast.AST) -> Value:
         if isinstance(op, ast.Add) and isinstance(left, TupleValue) and isinstance(right, TupleValue):
             return TupleValue(left.items + right.items)  # layers + [head], layers += stage(...)
+        if isinstance(op, ast.Mult) and (isinstance(left, TupleValue) or isinstance(right, TupleValue)):
+            items, times = (left, _int(right)) if isinstance(left, TupleValue) else (right, _int(left))
+            if times is not None and times >= 0 and len(items.items) * times <= 64:  # type: ignore[union-attr]
+                return TupleValue(items.items * times)  # type: ignore[union-attr]  # [hidden] * n_layers
+            return None
         if isinstance(left, Literal) and isinstance(right, Literal):
             try:
                 return Literal(_PY_OPS[type(op)](left.value, right.value))
@@ -1533,14 +1543,29 @@ class Interpreter:
     def _grow_list(self, items: TupleValue, info: CallInfo, env: Env) -> None:
         """``layers.append(block)``: the name now holds one more known item (unknown when the argument is)."""
         func = info.node.func
-        if not isinstance(func, ast.Attribute) or not isinstance(func.value, ast.Name) or len(info.args) != 1:
+        if not isinstance(func, ast.Attribute) or len(info.args) != 1:
             return
         added = info.args[0]
         if info.method == "append":
             grown: Value = TupleValue((*items.items, added))
         else:
             grown = TupleValue(items.items + added.items) if isinstance(added, TupleValue) else None
-        env[func.value.id] = grown
+        if isinstance(func.value, ast.Name):
+            env[func.value.id] = grown
+        elif (sink := self._init_attribute_sink(func.value)) is not None:
+            sink[func.value.attr] = grown  # type: ignore[attr-defined]  # self.samples.append(...) in __init__
+
+    def _init_attribute_sink(self, target: ast.expr | None = None) -> dict[str, Value] | None:
+        """Where ``self.<name> = ...`` stores the instance's attributes, while an ``__init__`` is evaluated (and
+        ``target``, when given, is such a ``self.<name>``)."""
+        klass = self.ctx.klass
+        if klass is None or self.ctx.function is None or self.ctx.function.name != "__init__":
+            return None
+        if target is not None and not (
+            isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self"
+        ):
+            return None
+        return self._attribute_sink if self._attribute_sink is not None else klass.attributes
 
     @staticmethod
     def _bind_fields(klass: ClassInfo, info: CallInfo) -> dict[str, Value] | None:
@@ -2510,8 +2535,10 @@ def _accumulated_lists(before: Env, after: Env) -> None:
         if not (isinstance(start, TupleValue) and not start.items and isinstance(grown, TupleValue) and grown.items):
             continue
         item = _merged(grown.items)
-        if isinstance(item, TensorValue):
-            before[name] = after[name] = SequenceOf(item)
+        if isinstance(item, TensorValue) or (
+            isinstance(item, TupleValue) and item.items and all(isinstance(i, TensorValue) for i in item.items)
+        ):
+            before[name] = after[name] = SequenceOf(item)  # tensors, or samples that are tuples of tensors
 
 
 def _merged(values: Any) -> Value:
