@@ -246,6 +246,30 @@ CASES = {
         "torch.mm(adj, x)",
         "torch.bmm(adj, x)",
     ),
+    "a U-Net skip connection through functional pooling": (
+        """
+        def block(cin, cout):
+            return nn.Sequential(nn.Conv2d(cin, cout, 3, padding=1), nn.ReLU())
+
+        class UNet(nn.Module):
+            def __init__(self, base=8):
+                super().__init__()
+                self.enc = block(1, base)
+                self.mid = block(base, base * 2)
+                self.up = nn.ConvTranspose2d(base * 2, base, 2, stride=2)
+                self.dec = block(base, base)
+
+            def forward(self, x):
+                skip = self.enc(x)
+                up = self.up(self.mid(F.max_pool2d(skip, 2)))
+                return self.dec(torch.cat([up, skip], dim=1))
+
+        UNet()(torch.randn(2, 1, 32, 32))
+        """,
+        "TL108",
+        "self.dec = block(base, base)",
+        "self.dec = block(base * 2, base)",
+    ),
 }
 
 

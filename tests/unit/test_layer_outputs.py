@@ -49,3 +49,8 @@ def test_an_argument_passed_but_not_known_leaves_the_sizes_unknown(kind, args):
         ast.Constant(0),
     )
     assert not isinstance(modelled, TensorValue) or modelled.shape is None or modelled.shape[-1] is None
+
+
+def test_pooling_with_indices_is_a_pair_not_a_tensor():
+    module = ModuleValue("torch.nn.MaxPool2d", (("kernel_size", 2), ("return_indices", True)))
+    assert not isinstance(layer_output(module, TensorValue(shape=(2, 3, 8, 8)), ast.Constant(0)), TensorValue)

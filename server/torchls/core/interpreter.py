@@ -1635,6 +1635,8 @@ class Interpreter:
         node = info.node
         if qualname == "torch.device":
             return DeviceValue(parse_device(info.arg(0, "type")))
+        if qualname in _FUNCTIONAL_POOLS:
+            return self._functional_pool(_FUNCTIONAL_POOLS[qualname], info)
         if qualname in CREATION_FUNCTIONS:
             return self._create(qualname, info)
         if qualname in ("torch.nn.Parameter", "torch.nn.parameter.Parameter"):
@@ -1744,6 +1746,17 @@ class Interpreter:
             shifted = CallInfo(node, method=short, receiver=receiver, args=info.args[1:], kwargs=info.kwargs)
             return self._tensor_method(receiver, short, shifted, offset=1)
         return None
+
+    def _functional_pool(self, layer: str, info: CallInfo) -> Value:
+        """``F.max_pool2d(x, 2)``: what the matching layer (``nn.MaxPool2d(2)``) makes of ``x``."""
+        x = info.arg(0, "input")
+        if not isinstance(x, TensorValue) or info.starred or info.unknown_keywords:
+            return None
+        names = LAYER_PARAMETERS.get(layer, ())
+        args = [(names[i], _literal(v)) for i, v in enumerate(info.args[1:]) if i < len(names)]
+        args += [(key, _literal(v)) for key, v in info.kwargs.items() if key != "input"]
+        module = ModuleValue(f"torch.nn.{layer}", tuple(args))
+        return self.layer_output(module, x, info.node)
 
     def _create(self, qualname: str, info: CallInfo) -> Value:
         short = qualname.rsplit(".", 1)[-1]
@@ -2432,6 +2445,19 @@ class Interpreter:
 
 # Layers whose output is a newly allocated tensor in the default memory format.
 _FRESH_LAYERS = frozenset({"Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "Embedding"})
+# Functional pools and the layer each computes like.
+_FUNCTIONAL_POOLS = {
+    f"torch.nn.functional.{name}": layer
+    for name, layer in (
+        ("max_pool1d", "MaxPool1d"),
+        ("max_pool2d", "MaxPool2d"),
+        ("avg_pool1d", "AvgPool1d"),
+        ("avg_pool2d", "AvgPool2d"),
+        ("adaptive_avg_pool1d", "AdaptiveAvgPool1d"),
+        ("adaptive_avg_pool2d", "AdaptiveAvgPool2d"),
+        ("adaptive_max_pool2d", "AdaptiveMaxPool2d"),
+    )
+}
 _POOLS = frozenset({"MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool2d", "AdaptiveMaxPool2d"})
 _UNROLL_ITEMS = 8  # loops over at most this many known items run item by item
 _UNROLL_BUDGET = 2000  # iterations run that way, per file
