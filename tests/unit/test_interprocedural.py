@@ -270,6 +270,26 @@ CASES = {
         "self.dec = block(base, base)",
         "self.dec = block(base * 2, base)",
     ),
+    "validation labels from a random_split left on the CPU": (
+        """
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        data = torch.utils.data.TensorDataset(torch.randn(100, 4), torch.randint(0, 2, (100,)))
+        train_set, val_set = torch.utils.data.random_split(data, [80, 20])
+        model = nn.Linear(4, 2).to(device)
+
+        def accuracy(model, loader):
+            correct = 0
+            for x, y in loader:
+                preds = model(x.to(device)).argmax(dim=1)
+                correct += (preds == y).sum().item()
+            return correct
+
+        accuracy(model, torch.utils.data.DataLoader(val_set, batch_size=10))
+        """,
+        "TL207",
+        "(preds == y)",
+        "(preds == y.to(device))",
+    ),
 }
 
 

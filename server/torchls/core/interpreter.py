@@ -1681,6 +1681,8 @@ class Interpreter:
         if qualname in ("tqdm.tqdm", "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "tqdm.std.tqdm") and info.args:
             # tqdm(loader) iterates what loader does
             return InstanceValue("progress", (("of", info.args[0]),), Origin(node.args[0], "tqdm"))
+        if qualname in _SUBSETS:
+            return self._subsets(qualname, info)
         if qualname.startswith("torchvision.datasets.") and short[:1].isupper():
             return InstanceValue("dataset", (("on_cpu", True),), Origin(node, f"在这里创建了 `{short}`"))
         if qualname in LOSS_FUNCTIONS:
@@ -1746,6 +1748,21 @@ class Interpreter:
             shifted = CallInfo(node, method=short, receiver=receiver, args=info.args[1:], kwargs=info.kwargs)
             return self._tensor_method(receiver, short, shifted, offset=1)
         return None
+
+    def _subsets(self, qualname: str, info: CallInfo) -> Value:
+        """``random_split(ds, [800, 200])`` / ``Subset(ds, idx)``: datasets whose samples are ``ds``'s."""
+        dataset = info.arg(0, "dataset")
+        if not isinstance(dataset, InstanceValue):
+            return None
+        subset = InstanceValue(
+            "torch.utils.data.Subset",
+            (("dataset", dataset), ("on_cpu", dataset.arg("on_cpu"))),
+            Origin(info.node, "在这里划分了数据集"),
+        )
+        if qualname.endswith("Subset"):
+            return subset
+        lengths = _known_items(info.arg(1, "lengths"))
+        return TupleValue((subset,) * len(lengths)) if lengths and len(lengths) <= _UNROLL_ITEMS else None
 
     def _functional_pool(self, layer: str, info: CallInfo) -> Value:
         """``F.max_pool2d(x, 2)``: what the matching layer (``nn.MaxPool2d(2)``) makes of ``x``."""
@@ -2339,6 +2356,8 @@ class Interpreter:
         """One item of a dataset: a TensorDataset's rows, or what a Dataset class's ``__getitem__`` returns."""
         if not isinstance(dataset, InstanceValue):
             return None
+        if dataset.qualname == "torch.utils.data.Subset":
+            return self._dataset_sample(dataset.arg("dataset"), node)
         tensors = dataset.arg("tensors")
         if isinstance(tensors, TupleValue):
             rows = [
@@ -2446,6 +2465,9 @@ class Interpreter:
 # Layers whose output is a newly allocated tensor in the default memory format.
 _FRESH_LAYERS = frozenset({"Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "Embedding"})
 # Functional pools and the layer each computes like.
+_SUBSETS = frozenset(
+    {"torch.utils.data.random_split", "torch.utils.data.dataset.random_split", "torch.utils.data.Subset"}
+)
 _FUNCTIONAL_POOLS = {
     f"torch.nn.functional.{name}": layer
     for name, layer in (
