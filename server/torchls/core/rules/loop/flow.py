@@ -274,6 +274,24 @@ def simple_assignment(store: ast.AST, ctx: Context) -> ast.expr | None:
     return None
 
 
+def bound_value(store: ast.Name, ctx: Context) -> ast.expr | None:
+    """``x = value``, or the matching part of ``a, b = f(), g()``."""
+    value = simple_assignment(store, ctx)
+    if value is not None:
+        return value
+    target = parent(store, ctx)
+    statement = parent(target, ctx) if isinstance(target, ast.Tuple) else None
+    if (
+        isinstance(statement, ast.Assign)
+        and len(statement.targets) == 1
+        and statement.targets[0] is target
+        and isinstance(statement.value, ast.Tuple)
+        and len(statement.value.elts) == len(target.elts)  # type: ignore[union-attr]
+    ):
+        return statement.value.elts[target.elts.index(store)]  # type: ignore[union-attr]
+    return None
+
+
 def statement_of(node: ast.AST, ctx: Context) -> ast.stmt | None:
     current: ast.AST | None = node
     while current is not None and not isinstance(current, ast.stmt):

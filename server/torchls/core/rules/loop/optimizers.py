@@ -170,26 +170,8 @@ def _fresh_instance(expr: ast.expr, ctx: Context) -> ast.Call | None:
     stores = flow.bindings(flow.scope_of(expr, ctx), expr.id, ctx)
     if len(stores) != 1 or not isinstance(stores[0], ast.Name):
         return None
-    value = _bound_value(stores[0], ctx)
+    value = flow.bound_value(stores[0], ctx)
     return value if isinstance(value, ast.Call) and _builds_anew(value, ctx, 0) else None
-
-
-def _bound_value(store: ast.Name, ctx: Context) -> ast.expr | None:
-    """``x = value``, or the matching part of ``a, b = f(), g()``."""
-    value = flow.simple_assignment(store, ctx)
-    if value is not None:
-        return value
-    target = flow.parent(store, ctx)
-    statement = flow.parent(target, ctx) if isinstance(target, ast.Tuple) else None
-    if (
-        isinstance(statement, ast.Assign)
-        and len(statement.targets) == 1
-        and statement.targets[0] is target
-        and isinstance(statement.value, ast.Tuple)
-        and len(statement.value.elts) == len(target.elts)  # type: ignore[union-attr]
-    ):
-        return statement.value.elts[target.elts.index(store)]  # type: ignore[union-attr]
-    return None
 
 
 def _builds_anew(call: ast.Call, ctx: Context, depth: int) -> bool:

@@ -7,6 +7,7 @@ from torchls.core.rules.base import Context, Rule
 from torchls.core.rules.loop.flow import (
     Scope,
     bindings,
+    bound_value,
     enclosing_loop,
     is_parameter,
     parent,
@@ -15,7 +16,7 @@ from torchls.core.rules.loop.flow import (
     scope_of,
     simple_assignment,
 )
-from torchls.core.rules.loop.modules import literal_argument
+from torchls.core.rules.loop.modules import classes, literal_argument
 from torchls.core.values import InstanceValue
 
 # Metrics that compare ``(y_true, y_pred)`` sample by sample.
@@ -376,7 +377,40 @@ def _stored_labels(expr: ast.expr, loader: InstanceValue, use: ast.AST, ctx: Con
         and _names_dataset(unwrapped.value, made, ctx)
     ):
         return ctx.text(expr)
+    if (
+        isinstance(unwrapped, ast.Attribute)
+        and isinstance(made.func, ast.Name)
+        and _names_dataset(unwrapped.value, made, ctx)
+        and _served_by_index(made.func.id, unwrapped.attr, ctx)
+    ):
+        return ctx.text(expr)  # test_set.labels of the file's Dataset, whose __getitem__ returns self.labels[i]
     return None
+
+
+def _served_by_index(class_name: str, attribute: str, ctx: Context) -> bool:
+    """The file's Dataset class returns ``self.<attribute>[i]`` as a label part of every sample (not the first
+    part, the input), ``i`` being ``__getitem__``'s index unchanged, and sets ``<attribute>`` only in ``__init__``:
+    the attribute holds the labels in the dataset's own order."""
+    klass = classes(ctx).get(class_name)
+    getitem = klass.method("__getitem__") if klass is not None else None
+    if getitem is None or klass.is_unstable(attribute) or attribute not in klass.attributes:  # type: ignore[union-attr]
+        return False
+    parameters = [a.arg for a in getitem.args.args]
+    if len(parameters) != 2:
+        return False
+    returns = [n.value for n in ast.walk(getitem) if isinstance(n, ast.Return)]
+    if len(returns) != 1 or not isinstance(returns[0], ast.Tuple):
+        return False
+    return any(
+        isinstance(part, ast.Subscript)
+        and isinstance(part.value, ast.Attribute)
+        and isinstance(part.value.value, ast.Name)
+        and part.value.value.id == parameters[0]
+        and part.value.attr == attribute
+        and isinstance(part.slice, ast.Name)
+        and part.slice.id == parameters[1]
+        for part in returns[0].elts[1:]
+    )
 
 
 def _names_dataset(expr: ast.expr, made: ast.Call, ctx: Context) -> bool:
@@ -384,7 +418,7 @@ def _names_dataset(expr: ast.expr, made: ast.Call, ctx: Context) -> bool:
     if not isinstance(expr, ast.Name):
         return False
     origin = _single_binding(expr, ctx)
-    return origin is not None and simple_assignment(origin, ctx) is made
+    return isinstance(origin, ast.Name) and bound_value(origin, ctx) is made
 
 
 def _same_variable(a: ast.Name, b: ast.Name, ctx: Context) -> bool:
