@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import ast
 
-from torchls.core.findings import Severity
+from torchls.core.findings import Related, Severity
 from torchls.core.rules.base import Context, Rule
 from torchls.core.statements import assigned_names
 from torchls.core.values import InstanceValue
@@ -35,40 +35,82 @@ class BackwardWithoutZeroGrad(Rule):
     name = "backward-without-zero-grad"
     severity = Severity.ERROR
     kb_entry = "torch.optim.Optimizer.zero_grad"
-    node_types = (ast.For, ast.While, ast.AsyncFor)
+    node_types = (ast.For, ast.While, ast.AsyncFor, ast.ListComp, ast.GeneratorExp)
 
-    def visit(self, node: ast.For | ast.While | ast.AsyncFor, ctx: Context) -> None:
+    def visit(self, node: ast.AST, ctx: Context) -> None:
         if "backward" not in ctx.source.text:  # most files never train: skip their loops cheaply
             return
-        backward: ast.Call | None = None
-        steps = zeroes = False
-        rebound = assigned_names(node)  # an optimizer built inside the loop starts from fresh parameters
-        called: set[str] = set()
-        for inner in _walk_body(node):
-            if isinstance(inner, ast.Call):
-                func = inner.func
-                if isinstance(func, ast.Attribute):
-                    if func.attr == "backward" and backward is None:
-                        backward = inner
-                    elif func.attr == "step" and _is_optimizer(func.value, ctx) and not _names(func.value) & rebound:
-                        steps = True
-                    elif func.attr in ("zero_grad", "zero_"):
-                        zeroes = True
-                    called.add(func.attr)
-                elif isinstance(func, ast.Name):
-                    called.add(func.id)
-            elif isinstance(inner, ast.Assign | ast.AugAssign | ast.AnnAssign):
-                targets = inner.targets if isinstance(inner, ast.Assign) else [inner.target]
-                if any(isinstance(t, ast.Attribute) and t.attr == "grad" for t in targets):
-                    zeroes = True  # p.grad = None
-        if backward is None or not steps or zeroes or called & _functions_that_zero_grad(ctx):
-            return
-        ctx.report(backward, "循环里每步都 backward() 和 step()，但从不清零梯度：梯度会在各步之间累加")
+        found = _trains_without_zeroing(list(_walk_body(node)), assigned_names(node), ctx)
+        if found is not None:
+            backward, helper_call = found
+            where = helper_call if helper_call is not None else backward
+            related = () if helper_call is None else (Related(ctx.source.span_from_ast(backward), "在这里反向传播"),)
+            ctx.report(
+                where, "循环里每步都 backward() 和 step()，但从不清零梯度：梯度会在各步之间累加", related=related
+            )
+
+
+def _trains_without_zeroing(
+    body: list[ast.AST], rebound: set[str], ctx: Context, depth: int = 0
+) -> tuple[ast.Call, ast.Call | None] | None:
+    """The loop body's first ``backward()`` when the body also steps an optimizer and nothing clears gradients,
+    and the call of the file's function or method that does it when it happens there (``self.train_step()``,
+    ``[self.step() for _ in range(n)]``)."""
+    backward: ast.Call | None = None
+    helper_call: ast.Call | None = None
+    steps = zeroes = False
+    called: set[str] = set()
+    for inner in body:
+        helper = _file_function(inner, ctx) if isinstance(inner, ast.Call) else None
+        if helper is not None and helper in _zeroing_functions(ctx):
+            zeroes = True  # self.reset_grads(), a train_step that clears first
+        elif helper is not None and depth == 0 and backward is None:
+            inside = _trains_without_zeroing(list(_walk_body(helper)), set(), ctx, depth + 1)
+            if inside is not None:
+                backward, helper_call = inside[0], inner
+                steps = True
+        if isinstance(inner, ast.Call):
+            func = inner.func
+            if isinstance(func, ast.Attribute):
+                if func.attr == "backward" and backward is None:
+                    backward = inner
+                elif func.attr == "step" and _is_optimizer(func.value, ctx) and not _names(func.value) & rebound:
+                    steps = True
+                elif func.attr in ("zero_grad", "zero_"):
+                    zeroes = True
+                elif helper is None and func.attr in {f.name for f in _zeroing_functions(ctx)}:
+                    zeroes = True  # obj.clear_grads() of some other object: may well clear them
+            elif isinstance(func, ast.Name) and helper is None:
+                called.add(func.id)
+        elif isinstance(inner, ast.Assign | ast.AugAssign | ast.AnnAssign):
+            targets = inner.targets if isinstance(inner, ast.Assign) else [inner.target]
+            if any(isinstance(t, ast.Attribute) and t.attr == "grad" for t in targets):
+                zeroes = True  # p.grad = None
+    if backward is None or not steps or zeroes or called & {f.name for f in _zeroing_functions(ctx)}:
+        return None
+    return backward, helper_call
+
+
+def _file_function(call: ast.Call, ctx: Context) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    """The file's function (``train_step(...)``) or the current class's method (``self.step()``) a call runs."""
+    func = call.func
+    if isinstance(func, ast.Name):
+        found = [
+            n for n in ctx.tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and n.name == func.id
+        ]
+        return found[0] if len(found) == 1 else None
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
+        return ctx.klass.method(func.attr) if ctx.klass is not None else None
+    return None
 
 
 def _walk_body(loop: ast.AST):
-    """Every node in the loop body, not descending into nested function or class definitions."""
-    stack = list(getattr(loop, "body", [])) + list(getattr(loop, "orelse", []))
+    """Every node in the loop body (a comprehension's element and conditions), not descending into nested
+    function or class definitions."""
+    if isinstance(loop, ast.ListComp | ast.GeneratorExp):
+        stack: list[ast.AST] = [loop.elt, *(c for g in loop.generators for c in g.ifs)]
+    else:
+        stack = list(getattr(loop, "body", [])) + list(getattr(loop, "orelse", []))
     while stack:
         node = stack.pop()
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda):
@@ -89,20 +131,17 @@ def _is_optimizer(node: ast.expr, ctx: Context) -> bool:
     return name.lower().endswith(("optimizer", "optim"))
 
 
-def _functions_that_zero_grad(ctx: Context) -> set[str]:
-    """Names of functions and methods in this file whose body clears gradients (computed once per file)."""
-    cached = ctx.file_facts.get("zero_grad_helpers")
+def _zeroing_functions(ctx: Context) -> set[ast.FunctionDef | ast.AsyncFunctionDef]:
+    """The functions and methods of this file whose body clears gradients (computed once per file)."""
+    cached = ctx.file_facts.get("TL401.zeroing_functions")
     if cached is None:
         cached = set()
-        functions = [n for n in ast.walk(ctx.tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
-        for function in functions:
-            for inner in ast.walk(function):
-                if (
-                    isinstance(inner, ast.Attribute)
-                    and inner.attr in ("zero_grad", "grad")
-                    and isinstance(inner.ctx, ast.Load | ast.Store)
-                ) and (inner.attr == "zero_grad" or isinstance(inner.ctx, ast.Store)):
-                    cached.add(function.name)
-                    break
-        ctx.file_facts["zero_grad_helpers"] = cached
+        for function in (n for n in ast.walk(ctx.tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)):
+            if any(
+                isinstance(inner, ast.Attribute)
+                and (inner.attr == "zero_grad" or (inner.attr == "grad" and isinstance(inner.ctx, ast.Store)))
+                for inner in ast.walk(function)
+            ):
+                cached.add(function)
+        ctx.file_facts["TL401.zeroing_functions"] = cached
     return cached
