@@ -290,6 +290,44 @@ CASES = {
         "(preds == y)",
         "(preds == y.to(device))",
     ),
+    "a padding mask built with eq() added to attention scores": (
+        """
+        import math
+
+        def attend(q, k, ids):
+            scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
+            return torch.softmax(scores + ids.eq(0).float() * -1e9, dim=-1)
+
+        ids = torch.randint(0, 100, (8, 12))
+        attend(torch.randn(8, 4, 12, 16), torch.randn(8, 4, 12, 16), ids)
+        """,
+        "TL112",
+        "ids.eq(0).float() * -1e9",
+        "ids.eq(0)[:, None, None, :].float() * -1e9",
+    ),
+    "noise made on the CPU in a helper of forward, for a model on the GPU": (
+        """
+        device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+        class VAE(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.enc = nn.Linear(16, 8)
+
+            def sample(self, mu, logvar):
+                std = torch.exp(0.5 * logvar)
+                return mu + torch.randn(mu.shape) * std
+
+            def forward(self, x):
+                mu, logvar = self.enc(x).chunk(2, dim=-1)
+                return self.sample(mu, logvar)
+
+        VAE().to(device)(torch.randn(4, 16).to(device))
+        """,
+        "TL203",
+        "torch.randn(mu.shape)",
+        "torch.randn_like(mu)",
+    ),
 }
 
 

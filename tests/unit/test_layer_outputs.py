@@ -18,6 +18,7 @@ CASES = [
     ("AvgPool1d", (("kernel_size", 3), ("stride", 2), ("padding", 1)), (6, 33)),
     ("MaxPool2d", (("kernel_size", 2),), (2, 3, 17, 20)),
     ("AdaptiveAvgPool1d", (("output_size", 1),), (2, 6, 33)),
+    ("TransformerEncoderLayer", (("d_model", 16), ("nhead", 4), ("batch_first", True)), (2, 7, 16)),
     (
         "ConvTranspose2d",
         (("in_channels", 3), ("out_channels", 2), ("kernel_size", 4), ("stride", 2), ("padding", 1)),
@@ -54,3 +55,11 @@ def test_an_argument_passed_but_not_known_leaves_the_sizes_unknown(kind, args):
 def test_pooling_with_indices_is_a_pair_not_a_tensor():
     module = ModuleValue("torch.nn.MaxPool2d", (("kernel_size", 2), ("return_indices", True)))
     assert not isinstance(layer_output(module, TensorValue(shape=(2, 3, 8, 8)), ast.Constant(0)), TensorValue)
+
+
+def test_an_embedding_bag_gives_one_vector_per_row_of_ids():
+    layer = torch.nn.EmbeddingBag(50, 8, mode="mean")
+    real = layer(torch.randint(0, 50, (4, 6)))
+    module = ModuleValue("torch.nn.EmbeddingBag", (("num_embeddings", 50), ("embedding_dim", 8), ("mode", "mean")))
+    modelled = layer_output(module, TensorValue(shape=(4, 6)), ast.Constant(0))
+    assert isinstance(modelled, TensorValue) and modelled.shape == tuple(real.shape)

@@ -77,6 +77,7 @@ LAYER_PARAMETERS: dict[str, tuple[str, ...]] = {
     "LayerNorm": ("normalized_shape", "eps", "elementwise_affine"),
     "GroupNorm": ("num_groups", "num_channels", "eps", "affine"),
     "Embedding": ("num_embeddings", "embedding_dim", "padding_idx"),
+    "EmbeddingBag": ("num_embeddings", "embedding_dim", "max_norm", "norm_type", "scale_grad_by_freq", "mode"),
     "LSTM": ("input_size", "hidden_size", "num_layers", "bias", "batch_first", "dropout", "bidirectional"),
     "GRU": ("input_size", "hidden_size", "num_layers", "bias", "batch_first", "dropout", "bidirectional"),
     "RNN": ("input_size", "hidden_size", "num_layers", "nonlinearity", "bias", "batch_first", "dropout"),
@@ -1043,6 +1044,8 @@ class Interpreter:
     def _attribute(self, node: ast.Attribute, env: Env) -> Value:
         qualname = self.ctx.qualify(node)
         if qualname is not None:
+            if qualname in _FLOAT_CONSTANTS:
+                return Number("float")  # torch.pi, math.e: a Python float (2 * torch.pi * t is still a tensor)
             return Literal(normalize_dtype(qualname)) if qualname in DTYPE_NAMES else None
         base = self.expr(node.value, env)
         if base is None and node.attr == "shape" and self._forward_input(node.value, node):
@@ -2021,6 +2024,16 @@ class Interpreter:
                 contiguous=tensor.contiguous if keep_leaf else None,
                 strides=tensor.strides if keep_leaf else None,
             )
+        if method in _COMPARISON_METHODS:
+            # ids.eq(PAD), x.gt(0): a bool tensor, of the broadcast shape
+            other = info.arg(0, "other")
+            if isinstance(other, Literal | Number) or method in ("isnan", "isinf", "isfinite", "logical_not"):
+                shape: Any = tensor.dims
+            elif isinstance(other, TensorValue):
+                shape, _ = shapes.broadcast(tensor.shape, other.shape)
+            else:
+                shape = None
+            return TensorValue(shape=shape, dtype="torch.bool", device=tensor.device, is_leaf=False)
         if method in ("matmul", "mm", "bmm"):
             other = info.arg(0, "other" if method == "matmul" else "mat2")
             if isinstance(other, TensorValue):
@@ -2465,6 +2478,12 @@ class Interpreter:
 # Layers whose output is a newly allocated tensor in the default memory format.
 _FRESH_LAYERS = frozenset({"Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "Embedding"})
 # Functional pools and the layer each computes like.
+_COMPARISON_METHODS = frozenset(
+    "eq ne lt le gt ge greater less greater_equal less_equal not_equal isnan isinf isfinite logical_not".split()
+)
+_FLOAT_CONSTANTS = frozenset(
+    f"{module}.{name}" for module in ("torch", "math", "numpy") for name in ("pi", "e", "inf", "nan", "tau")
+)
 _SUBSETS = frozenset(
     {"torch.utils.data.random_split", "torch.utils.data.dataset.random_split", "torch.utils.data.Subset"}
 )

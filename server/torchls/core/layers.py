@@ -22,7 +22,8 @@ from torchls.core.values import (
 SAME_SHAPE_LAYERS = frozenset(
     "ReLU ReLU6 LeakyReLU GELU SiLU ELU SELU Mish Softplus Hardswish Hardsigmoid Tanh Dropout Dropout1d Dropout2d "
     "Dropout3d AlphaDropout Identity BatchNorm1d BatchNorm2d BatchNorm3d LayerNorm GroupNorm InstanceNorm1d "
-    "InstanceNorm2d RMSNorm PReLU".split()
+    "InstanceNorm2d RMSNorm PReLU TransformerEncoderLayer TransformerEncoder TransformerDecoderLayer "
+    "TransformerDecoder".split()  # a transformer layer's output has its (first) input's shape
 )
 
 
@@ -75,6 +76,11 @@ def layer_output(module: ModuleValue, x: TensorValue, node: ast.AST) -> Value:
             return None
         shape, _problem = shapes.flatten(x.shape, start, end)
         return TensorValue(shape=shape, **base)
+    if short == "EmbeddingBag":
+        dim = module.arg("embedding_dim")
+        if not isinstance(dim, int) or x.dims is None or len(x.dims) != 2:
+            return None  # 1-d input with offsets: one bag per offset, how many is not known here
+        return TensorValue(shape=(x.dims[0], dim), device=x.device, dtype=None)  # (B, L) ids: one bag per row
     if short == "Embedding":
         dim = module.arg("embedding_dim")
         if not isinstance(dim, int):

@@ -265,6 +265,8 @@ class _Forward:
         tensor = self.ctx.tensor(expr)
         if tensor is not None and tensor.device == CPU:
             return False
+        if tensor is not None and common.accelerated(tensor.device):
+            return True  # this call's value is on the model's device (a helper's argument, for one)
         return self._derived(expr, visiting)
 
     def _derived(self, expr: ast.expr, visiting: frozenset[str]) -> bool:
