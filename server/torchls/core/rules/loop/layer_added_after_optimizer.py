@@ -85,7 +85,7 @@ class LayerAddedAfterOptimizer(Rule):
         if flow.file_mentions(ctx, "add_param_group") and _hands_to_group_adder(scope, name, ctx):
             return
         target_text = ctx.text(target)
-        sources = optimizers.parameter_sources(built)
+        sources = optimizers.parameter_sources(built, ctx)
         if not sources or not any(_covers(ctx.text(s), target_text) and flow.root_name(s) == root.id for s in sources):
             return
         if any(

@@ -77,10 +77,12 @@ def construction(optimizer: ast.expr, ctx: Context) -> ast.Call | None:
     return node if isinstance(node, ast.Call) else None
 
 
-def parameter_sources(optimizer_call: ast.Call) -> list[ast.expr] | None:
+def parameter_sources(optimizer_call: ast.Call, ctx: Context | None = None) -> list[ast.expr] | None:
     """The modules whose parameters an optimizer was built from: ``[model]`` for ``SGD(model.parameters())``,
-    ``[model.backbone, model.head]`` for param groups that list them. None when the parameters come from
-    anything else (a list built elsewhere, ``[p for p in ...]``, a tensor)."""
+    ``[model.backbone, model.head]`` for param groups that list them; with ``ctx``, also through a name bound once
+    to such a list (``dense = list(m.bottom.parameters()) + list(m.top.parameters())``) and comprehensions over
+    modules' parameters (``[p for t in m.tables for p in t.parameters()]``). None when the parameters come from
+    anything else (a tensor, a list built up elsewhere)."""
     params: ast.expr | None = None
     for keyword in optimizer_call.keywords:
         if keyword.arg == "params":
@@ -92,10 +94,18 @@ def parameter_sources(optimizer_call: ast.Call) -> list[ast.expr] | None:
             return None
         params = optimizer_call.args[0]
     found: list[ast.expr] = []
-    return found if _sources(params, found) and found else None
+    return found if _sources(params, found, ctx) and found else None
 
 
-def _sources(expr: ast.expr, found: list[ast.expr]) -> bool:
+def _sources(expr: ast.expr, found: list[ast.expr], ctx: Context | None = None, depth: int = 0) -> bool:
+    if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Add):
+        return _sources(expr.left, found, ctx, depth) and _sources(expr.right, found, ctx, depth)
+    if isinstance(expr, ast.ListComp | ast.GeneratorExp) and isinstance(expr.elt, ast.Name):
+        return _comprehension_sources(expr, found)
+    if isinstance(expr, ast.Name) and ctx is not None and depth < 3:
+        stores = flow.bindings(flow.scope_of(expr, ctx), expr.id, ctx)
+        value = flow.bound_value(stores[0], ctx) if len(stores) == 1 and isinstance(stores[0], ast.Name) else None
+        return value is not None and _sources(value, found, ctx, depth + 1)
     if isinstance(expr, ast.Call):
         func = expr.func
         if isinstance(func, ast.Attribute) and func.attr in _PARAMETER_METHODS and chain(func.value):
@@ -103,19 +113,40 @@ def _sources(expr: ast.expr, found: list[ast.expr]) -> bool:
             return True
         name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
         if name in ("list", "tuple", "chain") and not expr.keywords:
-            return bool(expr.args) and all(_sources(a, found) for a in expr.args)
+            return bool(expr.args) and all(_sources(a, found, ctx, depth) for a in expr.args)
         if name == "filter" and len(expr.args) == 2 and not expr.keywords:
-            return _sources(expr.args[1], found)  # a subset of the same parameters
+            return _sources(expr.args[1], found, ctx, depth)  # a subset of the same parameters
         return False
     if isinstance(expr, ast.List | ast.Tuple):
-        return bool(expr.elts) and all(_sources(e, found) for e in expr.elts)
+        return bool(expr.elts) and all(_sources(e, found, ctx, depth) for e in expr.elts)
     if isinstance(expr, ast.Dict):
         for key, value in zip(expr.keys, expr.values, strict=True):
             if key is None:
                 return False
             if isinstance(key, ast.Constant) and key.value == "params":
-                return _sources(value, found)
+                return _sources(value, found, ctx, depth)
         return False
+    return False
+
+
+def _comprehension_sources(expr: ast.ListComp | ast.GeneratorExp, found: list[ast.expr]) -> bool:
+    """``[p for p in m.parameters() if ...]`` gives ``m``; ``[p for t in m.tables for p in t.parameters()]`` gives
+    ``m.tables``: the element is the last loop's variable, over an earlier loop's modules or a module chain."""
+    last = expr.generators[-1]
+    if not (isinstance(last.target, ast.Name) and last.target.id == expr.elt.id and isinstance(last.iter, ast.Call)):  # type: ignore[union-attr]
+        return False
+    func = last.iter.func
+    if not (isinstance(func, ast.Attribute) and func.attr in _PARAMETER_METHODS and not last.iter.args):
+        return False
+    owner = func.value
+    earlier = [g for g in expr.generators[:-1] if isinstance(g.target, ast.Name) and isinstance(owner, ast.Name)]
+    for generator in earlier:
+        if generator.target.id == owner.id and chain(generator.iter):  # type: ignore[union-attr,attr-defined]
+            found.append(generator.iter)
+            return True
+    if len(expr.generators) == 1 and chain(owner):
+        found.append(owner)
+        return True
     return False
 
 
@@ -160,7 +191,30 @@ def distinct_modules(a: ast.expr, b: ast.expr, ctx: Context) -> bool:
     # Two names each bound once to its own call that builds new layers (``generator = mlp(8, 2)``,
     # ``G, D = Generator(), Critic()``): whatever those calls build, they build it anew.
     call_a, call_b = _fresh_instance(a, ctx), _fresh_instance(b, ctx)
-    return call_a is not None and call_b is not None and call_a is not call_b
+    if call_a is not None and call_b is not None:
+        return call_a is not call_b
+    return _distinct_attributes(a, b, ctx)
+
+
+def _distinct_attributes(a: ast.expr, b: ast.expr, ctx: Context) -> bool:
+    """``model.tables`` and ``model.bottom``: two attributes of one instance of the file's class, each set once in
+    ``__init__`` to a module built there from its own constructor call (which takes no module)."""
+    if not (isinstance(a, ast.Attribute) and isinstance(b, ast.Attribute) and a.attr != b.attr):
+        return False
+    if not (isinstance(a.value, ast.Name) and isinstance(b.value, ast.Name) and a.value.id == b.value.id):
+        return False
+    owner = ctx.value(a.value)
+    info = classes(ctx).get(owner.user_class) if isinstance(owner, ModuleValue) and owner.user_class else None
+    if info is None or any(k.unstable for k in info.chain()):
+        return False
+    built = []
+    for attribute in (a.attr, b.attr):
+        layer = info.attribute(attribute)
+        node = layer.origin.node if isinstance(layer, ModuleValue) and layer.origin is not None else None
+        if not isinstance(node, ast.Call) or not _builds_anew(node, ctx, 0):
+            return False
+        built.append(node)
+    return built[0] is not built[1]
 
 
 def _fresh_instance(expr: ast.expr, ctx: Context) -> ast.Call | None:
@@ -177,8 +231,12 @@ def _fresh_instance(expr: ast.expr, ctx: Context) -> ast.Call | None:
 def _builds_anew(call: ast.Call, ctx: Context, depth: int) -> bool:
     """Calling ``call`` makes new modules only: a torch layer, a class or a function of the file (no decorator)
     whose code takes no module as an argument and reads no module kept in a global."""
-    if depth > 3 or any(isinstance(ctx.value(a), ModuleValue) for a in (*call.args, *(k.value for k in call.keywords))):
-        return False
+    arguments = [*call.args, *(k.value for k in call.keywords)]
+    if depth > 3 or any(
+        isinstance(ctx.value(a), ModuleValue) and not (isinstance(a, ast.Call) and _builds_anew(a, ctx, depth + 1))
+        for a in arguments
+    ):
+        return False  # built around a module that exists elsewhere (nn.Sequential(shared, head)): may share it
     if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
         return False
     qualname = ctx.qualify(call.func) or ""

@@ -300,7 +300,7 @@ def _clears(receiver: ast.expr, optimizer: str, step: ast.Call, ctx: Context) ->
         return True
     target = optimizers.stepped(step, ctx)
     built = optimizers.construction(target[0], ctx) if target is not None else None
-    sources = optimizers.parameter_sources(built) if built is not None else None
+    sources = optimizers.parameter_sources(built, ctx) if built is not None else None
     if not sources:
         return False
     return all(optimizers.same_module_within(source, receiver, ctx) for source in sources)

@@ -78,7 +78,7 @@ class ZeroGradWrongOptimizer(Rule):
             if text in reported or flow.root_name(optimizer) in rebound:
                 continue
             built = optimizers.construction(optimizer, ctx)
-            sources = optimizers.parameter_sources(built) if built is not None else None
+            sources = optimizers.parameter_sources(built, ctx) if built is not None else None
             if not sources:
                 continue
             if not all(_clears_none_of(c, text, sources, ctx) for c in zeroes):
@@ -141,7 +141,7 @@ def _clears_none_of(call: ast.Call, optimizer: str, sources: list[ast.expr], ctx
     value = ctx.value(receiver)
     if optimizers.is_optimizer(value):
         built = optimizers.construction(receiver, ctx)
-        cleared = optimizers.parameter_sources(built) if built is not None else None
+        cleared = optimizers.parameter_sources(built, ctx) if built is not None else None
         if not cleared:
             return False
         return all(optimizers.distinct_modules(a, b, ctx) for a in sources for b in cleared)
