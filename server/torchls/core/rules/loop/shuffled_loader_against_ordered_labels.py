@@ -174,11 +174,12 @@ def _collected(
     stores = bindings(scope, expr.id, ctx)
     if not stores or is_parameter(scope, expr.id):
         return None
-    list_init = [s for s in stores if isinstance(simple_assignment(s, ctx), ast.List)]
+    list_init = [s for s in stores if isinstance(s, ast.Name) and isinstance(bound_value(s, ctx), ast.List)]
     if len(list_init) == 1:
-        # A list filled in a loop: every other store rebinds it to a join of itself (``preds = torch.cat(preds)``).
+        # A list filled in a loop (``preds = []``, ``preds, seen = [], []``): every other store rebinds it to a
+        # join of itself (``preds = torch.cat(preds)``).
         for store in stores:
-            value = simple_assignment(store, ctx)
+            value = bound_value(store, ctx) if isinstance(store, ast.Name) else None
             if store is list_init[0]:
                 if value.elts:  # type: ignore[union-attr]
                     return None
