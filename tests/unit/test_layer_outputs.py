@@ -63,3 +63,30 @@ def test_an_embedding_bag_gives_one_vector_per_row_of_ids():
     module = ModuleValue("torch.nn.EmbeddingBag", (("num_embeddings", 50), ("embedding_dim", 8), ("mode", "mean")))
     modelled = layer_output(module, TensorValue(shape=(4, 6)), ast.Constant(0))
     assert isinstance(modelled, TensorValue) and modelled.shape == tuple(real.shape)
+
+
+def test_shapes_of_padding_resizing_repeating_and_new_tensors_are_torchs():
+    from torchls.core.text import SourceText
+    from torchls.core.values_at import FileValues
+
+    source = """import torch
+import torch.nn.functional as F
+x = torch.randn(2, 3, 8, 8)
+a = F.pad(x, (1, 2, 0, 3))
+b = F.interpolate(x, scale_factor=2)
+c = F.interpolate(x, size=(5, 7))
+d = x.repeat(2, 1, 1, 3)
+e = x.new_zeros(4, 5)
+f = torch.where(x > 0, x, 0.0)
+"""
+    values = {v.text: v.value.shape for v in FileValues(ast.parse(source), SourceText(source)).all()}
+    x = torch.randn(2, 3, 8, 8)
+    real = {
+        "a": torch.nn.functional.pad(x, (1, 2, 0, 3)),
+        "b": torch.nn.functional.interpolate(x, scale_factor=2),
+        "c": torch.nn.functional.interpolate(x, size=(5, 7)),
+        "d": x.repeat(2, 1, 1, 3),
+        "e": x.new_zeros(4, 5),
+        "f": torch.where(x > 0, x, 0.0),
+    }
+    assert {name: values[name] for name in real} == {name: tuple(t.shape) for name, t in real.items()}

@@ -1640,6 +1640,28 @@ class Interpreter:
             return DeviceValue(parse_device(info.arg(0, "type")))
         if qualname in _FUNCTIONAL_POOLS:
             return self._functional_pool(_FUNCTIONAL_POOLS[qualname], info)
+        if qualname == "torch.nn.functional.pad":
+            return _padded(info)
+        if qualname == "torch.nn.functional.interpolate":
+            return _interpolated(info)
+        if qualname == "torch.where" and len(info.args) == 3 and not info.kwargs:
+            parts = info.args
+            if all(isinstance(v, TensorValue | Literal | Number) for v in parts):
+                shape: Any = ()
+                for part in parts:
+                    if isinstance(part, TensorValue):
+                        shape, problem = shapes.broadcast(shape, part.shape)
+                        if problem or shape is None:
+                            return TensorValue(is_leaf=False)
+                kept = [v for v in parts[1:] if isinstance(v, TensorValue)]
+                dtypes = {v.dtype for v in kept}
+                devices = {v.device for v in parts if isinstance(v, TensorValue)}
+                return TensorValue(
+                    shape=shape,
+                    dtype=dtypes.pop() if len(dtypes) == 1 else None,
+                    device=devices.pop() if len(devices) == 1 else None,
+                    is_leaf=False,
+                )
         if qualname in CREATION_FUNCTIONS:
             return self._create(qualname, info)
         if qualname in ("torch.nn.Parameter", "torch.nn.parameter.Parameter"):
@@ -2057,6 +2079,21 @@ class Interpreter:
             return Literal(tensor.rank) if tensor.rank is not None else None
         if method in ("chunk", "split", "unbind"):
             return _pieces(tensor, method, info)
+        if method == "repeat" and tensor.dims is not None and not info.kwargs:
+            sizes = _size_dims(args)
+            if sizes is not None and len(sizes) >= len(tensor.dims) and all(s is not None for s in sizes):
+                own = (1,) * (len(sizes) - len(tensor.dims)) + tuple(tensor.dims)
+                repeated = tuple(symbols.multiply(s, d) for s, d in zip(sizes, own, strict=True))
+                return TensorValue(shape=repeated, dtype=tensor.dtype, device=tensor.device, is_leaf=False)
+        if method in ("new_zeros", "new_ones", "new_empty", "new_full") and not info.starred:
+            sizes = _size_dims(args[:-1] if method == "new_full" else args) if args else None
+            dtype = info.kwargs.get("dtype")
+            return TensorValue(
+                shape=tuple(sizes) if sizes is not None else None,
+                dtype=_literal(dtype) if isinstance(dtype, Literal) else tensor.dtype,
+                device=tensor.device if "device" not in info.kwargs else parse_device(info.kwargs["device"]),
+                is_leaf=True,
+            )
         if method == "expand" and tensor.shape is not None:
             sizes = _dims(args)
             if sizes is not None and len(sizes) >= len(tensor.shape):
@@ -2749,6 +2786,39 @@ def _collated(sample: Value, batch: Any, on_cpu: Origin | None) -> Value:
         dtype = {bool: "torch.bool", int: "torch.int64", float: "torch.float64"}[type(sample.value)]
         return TensorValue(shape=(batch,), dtype=dtype, device=CPU, is_leaf=True)  # Python numbers become a tensor
     return None
+
+
+def _padded(info: CallInfo) -> Value:
+    """``F.pad(x, (left, right, top, bottom))``: the last dims grow by their pair of pads (any mode)."""
+    x, pads = info.arg(0, "input"), _literal(info.arg(1, "pad"))
+    if not isinstance(x, TensorValue) or x.dims is None:
+        return None
+    if not isinstance(pads, tuple) or len(pads) % 2 or len(pads) // 2 > len(x.dims):
+        return TensorValue(dtype=x.dtype, device=x.device, is_leaf=False)
+    if not all(isinstance(p, int) and not isinstance(p, bool) for p in pads):
+        return TensorValue(dtype=x.dtype, device=x.device, is_leaf=False)
+    dims = list(x.dims)
+    for index in range(len(pads) // 2):
+        grown = dims[-1 - index]
+        dims[-1 - index] = grown + pads[2 * index] + pads[2 * index + 1] if isinstance(grown, int) else None
+    return TensorValue(shape=tuple(dims), dtype=x.dtype, device=x.device, is_leaf=False)
+
+
+def _interpolated(info: CallInfo) -> Value:
+    """``F.interpolate(x, size=...)`` or ``scale_factor=``: batch and channels stay, the spatial dims change."""
+    x = info.arg(0, "input")
+    if not isinstance(x, TensorValue) or x.dims is None or len(x.dims) < 3:
+        return None
+    spatial = len(x.dims) - 2
+    size, scale = _literal(info.arg(1, "size")), _literal(info.arg(2, "scale_factor"))
+    out: list[Any] = [None] * spatial
+    if isinstance(size, int) and not isinstance(size, bool):
+        out = [size] * spatial
+    elif isinstance(size, tuple) and len(size) == spatial and all(isinstance(s, int) for s in size):
+        out = list(size)
+    elif isinstance(scale, int | float) and not isinstance(scale, bool) and info.arg(1, "size") is None:
+        out = [math.floor(d * scale) if isinstance(d, int) else None for d in x.dims[2:]]
+    return TensorValue(shape=(*x.dims[:2], *out), dtype=x.dtype, device=x.device, is_leaf=False)
 
 
 def _pieces(tensor: TensorValue, method: str, info: CallInfo) -> Value:
