@@ -350,6 +350,7 @@ class Interpreter:
         # Named sizes (``b, t, d = x.shape``): the names the code gives a shape's dims where it reads them.
         self._dim_names: dict[ast.AST, dict[int, str]] = {}
         self._first_iterations = 0  # loops whose first iteration is being evaluated, one inside the other
+        self._carrying_loops: dict[ast.AST, bool] = {}  # loops whose body reads a value an earlier iteration set
         self._unpacked_shapes: set[ast.AST] = set()  # ``b, t, d = x.shape``: the reads that also give the rank
         # A loader's batch size whose last batch is shorter: (batch_size, len(dataset)).
         self._partial_batches: dict[symbols.Sym, tuple[int, int]] = {}
@@ -628,7 +629,12 @@ class Interpreter:
         """The loop body once more, as its first iteration runs: with the values from before the loop, which the
         general pass forgets for every name the loop assigns (``h`` in ``logits, h = step(token, h)``). What it
         proves holds whenever the loop runs at all; its env is dropped. Two levels of loops at most."""
-        if self._first_iterations >= 2 or not any(True for _ in assigned_names(node)):
+        if self._first_iterations >= 2:
+            return
+        carries = self._carrying_loops.get(node)
+        if carries is None:
+            carries = self._carrying_loops[node] = _carries_values(node)
+        if not carries:
             return
         first = dict(env)
         sink = self._init_attribute_sink()
@@ -2571,6 +2577,25 @@ def _call_site_description(given: dict[str, Value]) -> str:
         if isinstance(value, TensorValue) and value.shape is not None
     )
     return f"以这次调用的输入推算：{shapes_given}" if shapes_given else "以这次调用传入的参数推算"
+
+
+def _carries_values(loop: ast.For | ast.AsyncFor | ast.While) -> bool:
+    """Some name the loop body reads before the body assigns it, and assigns later (``h`` in ``logits, h =
+    step(token, h)``): only then does the first iteration see values the general pass forgets."""
+    assigned = set(assigned_names(loop))
+    if isinstance(loop, ast.For | ast.AsyncFor):
+        loop_variables: set[str] = set()
+        target_names(loop.target, loop_variables)
+        assigned -= loop_variables  # the loop variable is the same in both passes
+    if not assigned:
+        return False
+    stored: set[str] = set()
+    for statement in loop.body:
+        for node in ast.walk(statement):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in assigned - stored:
+                return True
+        stored |= set(assigned_names(statement)) if isinstance(statement, ast.stmt) else set()
+    return False
 
 
 def _deciding_names(dims: tuple, strides: tuple, new_dims: tuple) -> list[str]:

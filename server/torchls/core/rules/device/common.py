@@ -749,8 +749,17 @@ def self_name(function: ast.AST) -> str | None:
     return params[0].arg if params else None
 
 
-def forward_helpers(klass) -> frozenset[str]:
-    """Methods ``forward`` calls on its instance (``self.add_positions(h)``): they compute on its inputs too."""
+def forward_helpers(klass, ctx: Context) -> frozenset[str]:
+    """Methods ``forward`` calls on its instance (``self.add_positions(h)``): they compute on its inputs too.
+    Computed once per class and file: rules ask at every node they visit."""
+    cache = ctx.file_facts.setdefault("device.forward_helpers", {})
+    found = cache.get(klass)
+    if found is None:
+        found = cache[klass] = _forward_helpers(klass)
+    return found
+
+
+def _forward_helpers(klass) -> frozenset[str]:
     forward = klass.method("forward")
     if forward is None:
         return frozenset()

@@ -72,7 +72,7 @@ class NewTensorInForwardWithoutDevice(Rule):
         function, klass = ctx.function, ctx.klass
         if function is None or klass is None or not klass.is_module:
             return
-        if function.name != "forward" and function.name not in common.forward_helpers(klass):
+        if function.name != "forward" and function.name not in common.forward_helpers(klass, ctx):
             return
         forward = _Forward(function, klass, ctx)
         candidates = ctx.file_facts.setdefault("tl203_candidates", {})

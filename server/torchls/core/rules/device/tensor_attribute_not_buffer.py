@@ -99,8 +99,10 @@ class TensorAttributeNotBuffer(Rule):
             if function.name == "__init__":
                 _record_assignment(node, function, klass.name, ctx)
             return
-        if function.name != "forward" and function.name not in common.forward_helpers(klass):
+        if function.name != "forward" and function.name not in common.forward_helpers(klass, ctx):
             return
+        if not _has_tensor_attributes(klass, ctx):
+            return  # no plain tensor stored in this class's __init__ (nor its bases'): no use can matter
         uses: dict[tuple[str, str], _Use] = ctx.file_facts.setdefault("tl210_uses", {})
         forward = _Forward(function, klass, ctx)
         if isinstance(node, ast.Call):
@@ -266,6 +268,27 @@ def _attribute_stores(ctx: Context) -> dict[str, list[ast.Attribute]]:
                 cached.setdefault(node.attr, []).append(node)
         ctx.file_facts["tl210_stores"] = cached
     return cached
+
+
+def _has_tensor_attributes(klass, ctx: Context) -> bool:
+    """Some ``__init__`` of ``klass``'s chain assigns ``self.<name> = <a call>``: a plain tensor attribute may be
+    among them (read from the syntax, once per class; the values come later, with the constructor's arguments)."""
+    cache = ctx.file_facts.setdefault("tl210_candidate_classes", {})
+    found = cache.get(klass)
+    if found is None:
+        found = False
+        for info in klass.chain():
+            init = info.method("__init__")
+            if init is not None and any(
+                isinstance(n, ast.Assign)
+                and isinstance(n.value, ast.Call)
+                and any(isinstance(t, ast.Attribute) for t in n.targets)
+                for n in ast.walk(init)
+            ):
+                found = True
+                break
+        cache[klass] = found
+    return found
 
 
 # ---------------------------------------------------------------------------------------------- forward

@@ -40,6 +40,8 @@ class BackwardWithoutZeroGrad(Rule):
     def visit(self, node: ast.AST, ctx: Context) -> None:
         if "backward" not in ctx.source.text:  # most files never train: skip their loops cheaply
             return
+        if isinstance(node, ast.ListComp | ast.GeneratorExp) and not isinstance(node.elt, ast.Call):
+            return  # a comprehension trains only by calling a step: `[self.step(b) for b in batches]`
         found = _trains_without_zeroing(list(_walk_body(node)), assigned_names(node), ctx)
         if found is not None:
             backward, helper_call = found
@@ -65,7 +67,7 @@ def _trains_without_zeroing(
         if helper is not None and helper in _zeroing_functions(ctx):
             zeroes = True  # self.reset_grads(), a train_step that clears first
         elif helper is not None and depth == 0 and backward is None:
-            inside = _trains_without_zeroing(list(_walk_body(helper)), set(), ctx, depth + 1)
+            inside = _helper_training(helper, ctx)
             if inside is not None:
                 backward, helper_call = inside[0], inner
                 steps = True
@@ -89,6 +91,16 @@ def _trains_without_zeroing(
     if backward is None or not steps or zeroes or called & {f.name for f in _zeroing_functions(ctx)}:
         return None
     return backward, helper_call
+
+
+def _helper_training(
+    helper: ast.FunctionDef | ast.AsyncFunctionDef, ctx: Context
+) -> tuple[ast.Call, ast.Call | None] | None:
+    """What a training step of the file does (once per function and file: every loop that calls it asks)."""
+    cache = ctx.file_facts.setdefault("TL401.helpers", {})
+    if helper not in cache:
+        cache[helper] = _trains_without_zeroing(list(_walk_body(helper)), set(), ctx, 1)
+    return cache[helper]
 
 
 def _file_function(call: ast.Call, ctx: Context) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
