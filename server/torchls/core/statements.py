@@ -63,8 +63,18 @@ def target_names(target: ast.expr, names: set[str]) -> None:
 def assigned_names(node: ast.AST) -> frozenset[str]:
     """Names bound anywhere inside ``node``, not inside nested functions or classes (only their own names).
 
-    Walks statements and their targets only, never whole expression trees: this runs for every loop.
+    Walks statements and their targets only, never whole expression trees: this runs for every loop, each
+    time the interpreter evaluates it, so the answer is kept on the node.
     """
+    cached = getattr(node, "_torchls_assigned", None)
+    if cached is not None:
+        return cached
+    found = _assigned_names(node)
+    node._torchls_assigned = found  # type: ignore[attr-defined]
+    return found
+
+
+def _assigned_names(node: ast.AST) -> frozenset[str]:
     if isinstance(node, ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp):
         names: set[str] = set()
         for generator in node.generators:
