@@ -773,3 +773,17 @@ def _forward_helpers(klass) -> frozenset[str]:
         and node.func.value.id == instance
         and klass.method(node.func.attr) is not None
     )
+
+
+def registered_name(node: ast.AST) -> str | None:
+    """``"mask"`` for ``self.register_buffer("mask", ...)`` (or ``register_parameter``): the attribute it makes."""
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in ("register_buffer", "register_parameter")
+        and node.args
+        and isinstance(node.args[0], ast.Constant)
+        and isinstance(node.args[0].value, str)
+    ):
+        return node.args[0].value
+    return None

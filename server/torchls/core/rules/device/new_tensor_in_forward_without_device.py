@@ -433,15 +433,9 @@ def _parameter_attributes(klass, ctx: Context) -> frozenset[str]:
                             and target.value.id == "self"
                         ):
                             names.add(target.attr)
-            if (
-                isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Attribute)
-                and node.func.attr in ("register_buffer", "register_parameter")
-                and node.args
-                and isinstance(node.args[0], ast.Constant)
-                and isinstance(node.args[0].value, str)
-            ):
-                names.add(node.args[0].value)
+            registered = common.registered_name(node)
+            if registered is not None:
+                names.add(registered)
     return frozenset(names)
 
 

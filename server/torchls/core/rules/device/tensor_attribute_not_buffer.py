@@ -477,16 +477,7 @@ def _registered(klass, ctx: Context) -> frozenset[str]:
             value = info.attributes[name]
             if isinstance(value, TensorValue) and value.registered:
                 names.add(name)
-        for node in ast.walk(info.node):
-            if (
-                isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Attribute)
-                and node.func.attr in ("register_buffer", "register_parameter")
-                and node.args
-                and isinstance(node.args[0], ast.Constant)
-                and isinstance(node.args[0].value, str)
-            ):
-                names.add(node.args[0].value)
+        names.update(name for node in ast.walk(info.node) if (name := common.registered_name(node)) is not None)
     return frozenset(names)
 
 
