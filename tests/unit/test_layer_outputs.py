@@ -90,3 +90,21 @@ f = torch.where(x > 0, x, 0.0)
         "f": torch.where(x > 0, x, 0.0),
     }
     assert {name: values[name] for name in real} == {name: tuple(t.shape) for name, t in real.items()}
+
+
+def test_differences_keep_or_lose_entries_as_torch_does():
+    from torchls.core.text import SourceText
+    from torchls.core.values_at import FileValues
+
+    source = """import torch
+m = torch.randn(50, 40)
+a = torch.diff(m, dim=0, prepend=m[:1])
+b = torch.diff(a, dim=0)
+c = m.diff()
+e = torch.diff(m, n=2, dim=1, append=m[:, :3])
+"""
+    values = {v.text: v.value.shape for v in FileValues(ast.parse(source), SourceText(source)).all()}
+    m = torch.randn(50, 40)
+    a = torch.diff(m, dim=0, prepend=m[:1])
+    real = {"a": a, "b": torch.diff(a, dim=0), "c": m.diff(), "e": torch.diff(m, n=2, dim=1, append=m[:, :3])}
+    assert {name: values[name] for name in real} == {name: tuple(t.shape) for name, t in real.items()}

@@ -1648,6 +1648,8 @@ class Interpreter:
             return self._functional_pool(_FUNCTIONAL_POOLS[qualname], info)
         if qualname == "torch.nn.functional.pad":
             return _padded(info)
+        if qualname == "torch.diff" and isinstance(info.arg(0, "input"), TensorValue):
+            return _differenced(info.arg(0, "input"), info, 1)  # type: ignore[arg-type]
         if qualname == "torch.nn.functional.interpolate":
             return _interpolated(info)
         if qualname == "torch.where" and len(info.args) == 3 and not info.kwargs:
@@ -2085,6 +2087,8 @@ class Interpreter:
             return Literal(tensor.rank) if tensor.rank is not None else None
         if method in ("chunk", "split", "unbind"):
             return _pieces(tensor, method, info)
+        if method == "diff":
+            return _differenced(tensor, info, 0)
         if method == "repeat" and tensor.dims is not None and not info.kwargs:
             sizes = _size_dims(args)
             if sizes is not None and len(sizes) >= len(tensor.dims) and all(s is not None for s in sizes):
@@ -2826,6 +2830,31 @@ def _padded(info: CallInfo) -> Value:
     for index in range(len(pads) // 2):
         grown = dims[-1 - index]
         dims[-1 - index] = grown + pads[2 * index] + pads[2 * index + 1] if isinstance(grown, int) else None
+    return TensorValue(shape=tuple(dims), dtype=x.dtype, device=x.device, is_leaf=False)
+
+
+def _differenced(x: TensorValue, info: CallInfo, first: int) -> Value:
+    """``torch.diff(x, n, dim, prepend, append)``: ``dim`` loses ``n`` entries and gains the prepended and appended
+    ones (``prepend=x[:1]`` keeps the length); the other dims stay. ``first``: where ``n`` is among the positionals."""
+    n, dim = _int(info.arg(first, "n")) if len(info.args) > first or "n" in info.kwargs else 1, -1
+    if len(info.args) > first + 1 or "dim" in info.kwargs:
+        dim = _int(info.arg(first + 1, "dim"))  # type: ignore[assignment]
+    if x.dims is None or n is None or dim is None or shapes.normalize_dim(dim, len(x.dims)) is None:
+        return TensorValue(dtype=x.dtype, device=x.device, is_leaf=False)
+    index = shapes.normalize_dim(dim, len(x.dims))
+    size = x.dims[index]  # type: ignore[index]
+    for name in ("prepend", "append"):
+        extra = info.kwargs.get(name)
+        if extra is None:
+            continue
+        extra_dims = extra.dims if isinstance(extra, TensorValue) else None
+        if extra_dims is None or len(extra_dims) != len(x.dims) or not isinstance(extra_dims[index], int):  # type: ignore[index]
+            size = None
+            break
+        size = size + extra_dims[index] if isinstance(size, int) else None  # type: ignore[index,operator]
+    size = size - n if isinstance(size, int) and size >= n else None
+    dims = list(x.dims)
+    dims[index] = size  # type: ignore[index]
     return TensorValue(shape=tuple(dims), dtype=x.dtype, device=x.device, is_leaf=False)
 
 
