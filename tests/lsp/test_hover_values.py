@@ -47,6 +47,15 @@ def main():
 
 def unknown(y):
     说明 = "未知 ❔"; return y + 1
+
+
+def heads(x):
+    b, t, d = x.shape
+    说明 = "分头 🧠"; q = x.view(b, t, 4, d // 4).transpose(1, 2)
+    return q
+
+
+heads(torch.randn(rows(), 10, 16))
 """
 
 
@@ -93,3 +102,8 @@ async def test_a_helpers_result_says_what_made_it_and_the_checker_agrees(client:
 async def test_a_parameter_nothing_calls_with_a_tensor_gets_no_value_hover(client: LanguageClient):
     await _value_text(client, "批次", "batch")  # the analysis is ready: it has nothing to say about `y`
     assert await hover(client, client.uri, utf16_position(PROGRAM, "未知", "y + 1")) is None
+
+
+async def test_a_size_the_code_names_keeps_its_name(client: LanguageClient):
+    text = await _value_text(client, "分头", "q")
+    assert "`q`: Tensor (b, 4, 10, 4)" in text  # the batch is unknown: named after the code's `b`

@@ -1152,11 +1152,7 @@ class Interpreter:
     @staticmethod
     def _fresh(tensor: TensorValue) -> TensorValue:
         """A matrix product's result: newly allocated, so contiguous with the standard strides of its shape."""
-        if not shapes.known(tensor.shape):
-            if shapes.sized(tensor.dims):
-                return tensor.with_(contiguous=True, sym_strides=shapes.contiguous_named(tensor.dims))  # type: ignore[arg-type]
-            return tensor.with_(contiguous=True)
-        return tensor.with_(contiguous=True, strides=shapes.contiguous_strides(tensor.shape))
+        return tensor.with_(contiguous=True, **layers.fresh_strides(tensor.dims))
 
     def _derived(self, a: TensorValue, b: TensorValue, shape: Any) -> TensorValue:
         return TensorValue(
@@ -1998,9 +1994,8 @@ class Interpreter:
                 return None
             return self._permuted(tensor, list(range(len(tensor.shape)))[::-1], node)
         if method == "contiguous":
-            strides = shapes.contiguous_strides(tensor.shape) if shapes.known(tensor.shape) else None
-            named_strides = shapes.contiguous_named(tensor.dims) if shapes.sized(tensor.dims) else None  # type: ignore[arg-type]
-            return tensor.with_(contiguous=True, strides=strides, sym_strides=named_strides, is_leaf=False)
+            fresh = {"strides": None, "sym_strides": None, **layers.fresh_strides(tensor.dims)}
+            return tensor.with_(contiguous=True, is_leaf=False, **fresh)
         if method in ("squeeze", "unsqueeze"):
             dim_value = info.arg(0, "dim")
             dim = _int(dim_value)

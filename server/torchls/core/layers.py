@@ -120,8 +120,11 @@ def _final_state(module: ModuleValue, short: str, x: TensorValue, hidden: int) -
     return TupleValue((state, state)) if short == "LSTM" else state
 
 
-def fresh_strides(dims: tuple) -> dict:
-    """The strides of a newly allocated result, as the fields that hold them."""
+def fresh_strides(dims: tuple | None) -> dict:
+    """The strides of a newly allocated tensor of ``dims``, as the fields that hold them (ints when every dim is
+    known, products of named sizes when some are named, none otherwise)."""
+    if dims is None:
+        return {}
     if shapes.known(dims):
         return {"strides": shapes.contiguous_strides(dims)}
     if shapes.sized(dims):
