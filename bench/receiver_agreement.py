@@ -23,26 +23,21 @@ import time
 from pathlib import Path
 
 from torchls.core import facts
-from torchls.core.checker import import_table
-from torchls.core.interpreter import Interpreter
 from torchls.core.names import ModuleIndex
 from torchls.core.parsing import parse_tolerant
-from torchls.core.rules.base import Context
 from torchls.core.text import SourceText
-from torchls.core.values import InstanceValue, ModuleValue, TensorValue
+from torchls.core.values_at import FileValues
 
 DEFAULT_CORPUS = Path(__file__).resolve().parents[1] / ".corpus"
 
 
-def interpreter_class(value: object) -> str | None:
-    """The torch class an interpreter value is an instance of, in names.py's terms."""
-    if isinstance(value, TensorValue):
-        return facts.TENSOR
-    if isinstance(value, ModuleValue):
-        return value.user_class or value.qualname
-    if isinstance(value, InstanceValue) and value.qualname.startswith("torch."):
-        return value.qualname
-    return None
+def interpreter_class(values: FileValues, node: ast.expr) -> str | None:
+    """The torch class the interpreter's analysis gives ``node``, as hover reads it, in names.py's terms."""
+    found = values.class_of(node)
+    if found is None:
+        return None
+    qualname, user_class = found
+    return user_class or qualname
 
 
 def fast_path_class(index: ModuleIndex, node: ast.expr, source: SourceText) -> str | None:
@@ -62,22 +57,17 @@ def compare_file(text: str, counts: collections.Counter, disagreements: list) ->
     parsed = parse_tolerant(text)
     source = SourceText(text)
     index = ModuleIndex(parsed, source)
-    ctx = Context(source, import_table(parsed.tree))
-    interpreter = Interpreter(ctx, {})
-    interpreter.call_values = {}
-    try:
-        interpreter.run(parsed.tree)
-    except Exception:
+    values = FileValues(parsed.tree, source)
+    if values.failed:
         counts["interpreter crashed (file)"] += 1
         return
-    called = interpreter.call_values
     for node in ast.walk(parsed.tree):
         if not isinstance(node, ast.Attribute) or not isinstance(node.value, ast.Name | ast.Attribute):
             continue
         receiver = node.value
         if index.qualify(receiver) is not None:
             continue  # a module or a torch name (``torch.nn``): the import table answers, not inference
-        mine = interpreter_class(called.get(receiver, ctx.values.get(receiver)))
+        mine = interpreter_class(values, receiver)
         theirs = fast_path_class(index, receiver, source)
         if mine is None and theirs is None:
             continue

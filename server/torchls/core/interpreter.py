@@ -18,7 +18,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from torchls.core import layers, modes, shapes, symbols
+from torchls.core import facts, layers, modes, shapes, symbols
+from torchls.core.annotation_values import annotation_value
 from torchls.core.facts import DTYPE_METHODS
 from torchls.core.rules.base import CallInfo, Context, Rule
 from torchls.core.statements import assigned_names, self_attributes_assigned, target_names
@@ -39,6 +40,7 @@ from torchls.core.values import (
     Literal,
     ModuleValue,
     Number,
+    OfClass,
     Origin,
     SequenceOf,
     TensorValue,
@@ -581,6 +583,7 @@ class Interpreter:
     def _if(self, node: ast.If, env: Env) -> None:
         test = self.expr(node.test, env)
         body, orelse = dict(env), dict(env)
+        body.update(self._narrowed(node.test, env))
         self.block(node.body, body)
         self.block(node.orelse, orelse)
         if isinstance(test, Literal) and not isinstance(node.test, ast.Constant):
@@ -591,6 +594,47 @@ class Interpreter:
                 env.pop(name)
             return
         _merge_into(env, body, orelse)
+
+    def _narrowed(self, test: ast.expr, env: Env) -> Env:
+        """What ``if isinstance(m, nn.Conv2d):`` (alone or in an ``and``) proves about names in its body."""
+        tests = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
+        narrowed: Env = {}
+        for check in tests:
+            if not (
+                isinstance(check, ast.Call)
+                and isinstance(check.func, ast.Name)
+                and check.func.id == "isinstance"
+                and "isinstance" not in env
+                and len(check.args) == 2
+                and isinstance(check.args[0], ast.Name)
+            ):
+                continue
+            name, classes = check.args[0].id, check.args[1]
+            value = self._instance_of(classes.elts if isinstance(classes, ast.Tuple) else [classes])
+            current = env.get(name)
+            if value is not None and not _at_least_as_precise(current, value):
+                narrowed[name] = value
+        return narrowed
+
+    def _instance_of(self, classes: Sequence[ast.expr]) -> Value:
+        """An instance of one of ``classes`` (torch classes or the file's modules), where they share a class."""
+        found: list[Value] = []
+        for cls in classes:
+            qualname = self.ctx.qualify(cls)
+            if qualname is not None and facts.ATTRIBUTE_BASES.get(qualname, qualname) == facts.TENSOR:
+                found.append(TensorValue())
+            elif qualname is not None and (facts.is_module_class(qualname) or qualname == facts.MODULE):
+                found.append(OfClass(qualname))
+            elif isinstance(cls, ast.Name) and cls.id in self.classes and self.classes[cls.id].torch_base:
+                found.append(OfClass(self.classes[cls.id].torch_base or "", cls.id))
+            else:
+                return None
+        if not found:
+            return None
+        result = found[0]
+        for other in found[1:]:
+            result = merge(result, other)
+        return result
 
     def _loop_env(self, node: ast.AST, env: Env) -> Env:
         """The env a loop body starts with: names the loop assigns are unknown, as after any iteration."""
@@ -756,11 +800,11 @@ class Interpreter:
             returns = self._returns
         finally:
             self.ctx.function, self.ctx.klass, self._returns, self.ctx.grad_enabled = saved
-        if not returns:
-            return None
-        result = returns[0]
+        result = returns[0] if returns else None
         for other in returns[1:]:
             result = merge(result, other)
+        if result is None and node.returns is not None:
+            return self._annotation(node.returns)  # `-> Tensor` where the returns could not be told
         return result
 
     def _class(self, node: ast.ClassDef, env: Env) -> None:
@@ -880,10 +924,11 @@ class Interpreter:
     def _annotation(self, annotation: ast.expr | None) -> Value:
         if annotation is None:
             return None
-        qualname = self.ctx.qualify(annotation)
-        if qualname in ("torch.Tensor", "torch.FloatTensor", "torch.LongTensor"):
-            return TensorValue()
-        return None
+        return annotation_value(annotation, self.ctx.qualify, self._torch_base_of)
+
+    def _torch_base_of(self, class_name: str) -> str | None:
+        info = self.classes.get(class_name)
+        return info.torch_base if info is not None else None
 
     # ------------------------------------------------------------------------------------------ expressions
 
@@ -1070,6 +1115,8 @@ class Interpreter:
             return self._member(owner, base, node.attr)
         if isinstance(node.value, ast.Name) and node.value.id == "self" and self.ctx.klass is not None:
             return self.ctx.klass.attribute(node.attr)
+        if isinstance(base, ModuleValue | OfClass) and base.user_class is None:
+            return _layer_tensor(base, node.attr)
         return None
 
     def _tensor_attribute(self, tensor: TensorValue, attr: str, node: ast.AST) -> Value:
@@ -1094,6 +1141,10 @@ class Interpreter:
             return TensorValue(
                 shape=tensor.shape, tail=tensor.tail, dtype=tensor.dtype, device=tensor.device, requires_grad=False
             )
+        if attr in facts.TENSOR_ATTRIBUTES:  # x.T of unknown rank, x.real: still a tensor, where x is
+            return TensorValue(device=tensor.device)
+        if attr in facts.TENSOR_ATTRIBUTE_CLASSES:  # x.dtype, x.shape not known: their class is
+            return OfClass(facts.TENSOR_ATTRIBUTE_CLASSES[attr])
         return None
 
     def _binop(self, node: ast.BinOp, env: Env) -> Value:
@@ -1171,7 +1222,7 @@ class Interpreter:
 
     def _user_class_of(self, value: Value) -> ClassInfo | None:
         """The file's class that ``value`` is an instance of (a model, a dataset, any class of the file)."""
-        if isinstance(value, ModuleValue) and value.user_class is not None:
+        if isinstance(value, ModuleValue | OfClass) and value.user_class is not None:
             return self.classes.get(value.user_class)
         if isinstance(value, InstanceValue) and isinstance(value.arg("class"), str):
             return self.classes.get(value.arg("class"))
@@ -1450,6 +1501,8 @@ class Interpreter:
                 return result
             if isinstance(receiver, ModuleValue):
                 return self._module_method(receiver, info, env)
+            if isinstance(receiver, OfClass):
+                return self._class_method(receiver, info, env)
             if isinstance(receiver, InstanceValue) and receiver.qualname == "argparse":
                 return self._parser_method(receiver, info, env)
             if isinstance(receiver, InstanceValue):
@@ -2307,11 +2360,28 @@ class Interpreter:
             return changed
         if method in ("requires_grad_", "float", "half", "double"):
             return module
-        if method in ("parameters", "named_parameters"):
+        if method in facts.MODULE_ITERATORS and not self._redefines(module, method):
             return InstanceValue("torch.nn.Module." + method)
         if method == "forward":
             return self._apply_module(module, CallInfo(info.node, args=info.args, kwargs=info.kwargs))
         return self._user_method(module, info, env)
+
+    def _redefines(self, module: ModuleValue | OfClass, method: str) -> bool:
+        """True when the file's class of ``module`` defines ``method`` itself (so torch's meaning may not hold)."""
+        klass = self._user_class_of(module)
+        return klass is not None and klass.method(method) is not None
+
+    def _class_method(self, receiver: OfClass, info: CallInfo, env: Env) -> Value:
+        """A method of a value known only by its class: what torch's method gives for any instance."""
+        method = info.method or ""
+        if receiver.user_class is not None and self._redefines(receiver, method):
+            return self._user_method(receiver, info, env)
+        is_module = receiver.qualname == facts.MODULE or facts.is_module_class(receiver.qualname)
+        if is_module and method in facts.MODULE_ITERATORS:
+            return InstanceValue("torch.nn.Module." + method)
+        if is_module and method in facts.MODULE_SELF_METHODS:
+            return receiver
+        return None
 
     def _user_method(self, receiver: Value, info: CallInfo, env: Env | None = None) -> Value:
         """``obj.method(...)`` where ``obj`` is an instance of the file's class: the method, for this call."""
@@ -2506,12 +2576,11 @@ class Interpreter:
                     device=CPU, is_leaf=True, origin=Origin(node, "这个 batch 来自 DataLoader，在 CPU 上")
                 )
                 return TupleValue((item, item))
-            if iterable.qualname == "torch.nn.Module.parameters":
-                return TensorValue(requires_grad=True, is_leaf=True, origin=Origin(node, "模型参数"))
-            if iterable.qualname == "torch.nn.Module.named_parameters":
-                return TupleValue(
-                    (None, TensorValue(requires_grad=True, is_leaf=True, origin=Origin(node, "模型参数")))
-                )
+            if iterable.qualname.startswith("torch.nn.Module."):
+                element = facts.MODULE_ITERATORS.get(iterable.qualname.rsplit(".", 1)[1])
+                if isinstance(element, tuple):  # named_parameters(): (name, parameter) pairs
+                    return TupleValue(tuple(_element_value(e, node) for e in element))
+                return _element_value(element, node)
         if isinstance(iterable, TensorValue) and iterable.shape:
             return TensorValue(shape=iterable.dims[1:], dtype=iterable.dtype, device=iterable.device, is_leaf=False)  # type: ignore[index]
         return None
@@ -2567,6 +2636,45 @@ class _Overlay(dict):
         if dict.__contains__(self, key):
             return dict.__getitem__(self, key)
         return self.below.get(key, default)
+
+
+def _element_value(qualname: str | None, node: ast.AST) -> Value:
+    """An item of a module's ``parameters()``, ``buffers()`` or ``modules()``."""
+    if qualname == "torch.nn.Parameter":
+        return TensorValue(requires_grad=True, is_leaf=True, origin=Origin(node, "模型参数"))
+    if qualname == facts.TENSOR:
+        return TensorValue()  # a buffer: a tensor of the module's, nothing more known
+    return OfClass(qualname) if qualname is not None else None
+
+
+def _layer_tensor(layer: ModuleValue | OfClass, attr: str) -> Value:
+    """``fc.weight``, ``bn.running_mean``: the parameter or buffer a torch layer registers, on its device.
+
+    None where the layer was built without it (``bias=False``, ``affine=False``)."""
+    registered = facts.module_attribute_result(layer.qualname, attr)
+    if registered is None:
+        return None
+    if isinstance(layer, ModuleValue):
+        switches = ("bias",) if attr == "bias" else ()
+        switches += ("affine", "elementwise_affine") if attr in ("weight", "bias") else ()
+        if any(layer.arg(switch) is False for switch in switches):  # args hold the literals themselves
+            return None
+    device = layer.device if isinstance(layer, ModuleValue) else None
+    parameter = registered != facts.TENSOR
+    return TensorValue(device=device, requires_grad=parameter or None, is_leaf=True, registered=True)
+
+
+def _at_least_as_precise(current: Value, narrowed: Value) -> bool:
+    """True when what a name holds already says what an ``isinstance`` test proves (or more)."""
+    if isinstance(narrowed, TensorValue):
+        return isinstance(current, TensorValue)
+    if isinstance(narrowed, OfClass) and isinstance(current, ModuleValue | OfClass):
+        if narrowed.user_class is not None:
+            return current.user_class == narrowed.user_class
+        return narrowed.qualname == facts.MODULE or (
+            current.user_class is None and current.qualname == narrowed.qualname
+        )
+    return False
 
 
 def _call_site_description(given: dict[str, Value]) -> str:

@@ -203,6 +203,20 @@ class Number:
     kind: str  # "int" or "float"
 
 
+@dataclass(frozen=True, slots=True)
+class OfClass:
+    """A value known only by its class: an instance of the torch class ``qualname`` (through the file's class
+    ``user_class`` where set) and nothing more.
+
+    ``isinstance(m, nn.Conv2d)`` in an ``if``, ``for m in model.modules()``, the same model built with other
+    arguments on two paths: hover and completion can name the class, while no rule can act on it (it has no
+    arguments, shape or device to check), so rules that look for :class:`ModuleValue` stay as quiet as before.
+    """
+
+    qualname: str
+    user_class: str | None = None
+
+
 UNKNOWN = None
 
 Value = (
@@ -215,6 +229,7 @@ Value = (
     | InstanceValue
     | Literal
     | Number
+    | OfClass
     | None
 )
 
@@ -262,4 +277,15 @@ def merge(a: Value, b: Value) -> Value:
             provenance=a.provenance if a.provenance == b.provenance else None,
             contiguous=a.contiguous if a.contiguous == b.contiguous else None,
         )
+    if isinstance(a, ModuleValue | OfClass) and isinstance(b, ModuleValue | OfClass):
+        return common_class(a, b)
     return None
+
+
+def common_class(a: ModuleValue | OfClass, b: ModuleValue | OfClass) -> OfClass:
+    """The class two modules share: the same class of the file, the same torch layer, else any module."""
+    if a.user_class is not None and a.user_class == b.user_class:
+        return OfClass(a.qualname, a.user_class)
+    if a.user_class is None and b.user_class is None and a.qualname == b.qualname:
+        return OfClass(a.qualname)
+    return OfClass("torch.nn.Module")

@@ -11,11 +11,12 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from torchls.core import facts
 from torchls.core.checker import import_table
 from torchls.core.interpreter import Interpreter
 from torchls.core.rules.base import Context
 from torchls.core.text import Position, SourceText, Span
-from torchls.core.values import ACCELERATOR, ModuleValue, TensorValue, Value
+from torchls.core.values import ACCELERATOR, DeviceValue, InstanceValue, ModuleValue, OfClass, TensorValue, Value
 
 _DEVICES = {ACCELERATOR: "加速设备（有 GPU 时是 cuda）"}
 
@@ -34,23 +35,40 @@ class FileValues:
         ctx = Context(source, import_table(tree))
         interpreter = Interpreter(ctx, {})
         interpreter.call_values = {}
+        self.failed = False  # the interpreter stopped on this file (a modelling gap): no values then
         try:
             interpreter.run(tree)
-        except Exception:  # a modelling gap must not cost the hover: no values then
+        except Exception:  # a modelling gap must not cost the hover
+            self.failed = True
             ctx.values.clear()
         self.source = source
         self._by_line: dict[int, list[tuple[Span, ast.AST, Value]]] = {}
+        self._values: dict[ast.AST, Value] = {}
         called = interpreter.call_values
-        # A function's names have values from the calls the file makes even where its unknown arguments gave none.
+        # A function's names have values from the calls the file makes even where its unknown arguments gave none;
+        # where the calls disagree, what the body proves for any argument still holds.
         for node in dict.fromkeys([*ctx.values, *called]):
             if not isinstance(node, ast.Name | ast.Attribute):
                 continue
-            value = called.get(node, ctx.values.get(node))  # the calls know more than unknown arguments
+            value = called.get(node)
+            if value is None:
+                value = ctx.values.get(node)
+            if value is None:
+                continue
+            self._values[node] = value
             if not _worth_showing(value):
                 continue
             span = source.span_from_ast(node)
             if span is not None:
                 self._by_line.setdefault(span.start.line, []).append((span, node, value))
+
+    def value_of(self, node: ast.AST) -> Value:
+        """What the analysis knows about the name or attribute ``node`` of this version's tree."""
+        return self._values.get(node)
+
+    def class_of(self, node: ast.AST) -> tuple[str, str | None] | None:
+        """``(torch class, the file's class or None)`` of the value of ``node``: what hover and completion need."""
+        return torch_class(self._values.get(node))
 
     def all(self) -> list[ValueAt]:
         """Every name and attribute whose value the analysis would show, in no particular order."""
@@ -69,6 +87,19 @@ class FileValues:
         span, node, value = best
         text = ast.unparse(node)
         return ValueAt(span, text, value)
+
+
+def torch_class(value: Value) -> tuple[str, str | None] | None:
+    """The torch class an abstract value is an instance of, and the file's class where it is one of those."""
+    if isinstance(value, TensorValue):
+        return facts.TENSOR, None
+    if isinstance(value, ModuleValue | OfClass):
+        return value.qualname or facts.MODULE, value.user_class
+    if isinstance(value, DeviceValue):
+        return "torch.device", None
+    if isinstance(value, InstanceValue) and value.qualname.startswith("torch."):
+        return value.qualname, None
+    return None
 
 
 def _width(span: Span) -> tuple[int, int]:
