@@ -329,6 +329,7 @@ class Interpreter:
             ast.Expr: lambda node, env: self._discard(self.expr(node.value, env)),
             ast.Return: self._return,
             ast.If: self._if,
+            ast.Assert: self._assert,
             ast.For: self._for,
             ast.AsyncFor: self._for,
             ast.While: self._while,
@@ -595,6 +596,12 @@ class Interpreter:
             return
         _merge_into(env, body, orelse)
 
+    def _assert(self, node: ast.Assert, env: Env) -> None:
+        self.expr(node.test, env)
+        if node.msg is not None:
+            self.expr(node.msg, env)
+        env.update(self._narrowed(node.test, env))  # past `assert isinstance(m, nn.Conv2d)`, m is one
+
     def _narrowed(self, test: ast.expr, env: Env) -> Env:
         """What ``if isinstance(m, nn.Conv2d):`` (alone or in an ``and``) proves about names in its body."""
         tests = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
@@ -627,6 +634,8 @@ class Interpreter:
                 found.append(OfClass(qualname))
             elif isinstance(cls, ast.Name) and cls.id in self.classes and self.classes[cls.id].torch_base:
                 found.append(OfClass(self.classes[cls.id].torch_base or "", cls.id))
+            elif qualname is not None and qualname.startswith("torch."):
+                found.append(OfClass(qualname))  # an optimizer, a device...: only its class is proved
             else:
                 return None
         if not found:
@@ -785,9 +794,12 @@ class Interpreter:
             inner[arg.arg] = self._annotation(arg.annotation) if arg.annotation is not None else None
             if index == 0 and klass is not None and arg.arg == "self" and (self_value is not None or klass.torch_base):
                 inner["self"] = self_value or ModuleValue(klass.torch_base or "", user_class=klass.name)
+            elif index == 0 and klass is not None and arg.arg == "self" and not _is_static(node):
+                inner["self"] = InstanceValue("user", (("class", klass.name),))  # any instance: its class's methods
             elif arguments_given is not None and arg.arg in arguments_given:
                 given = arguments_given[arg.arg]
-                inner[arg.arg] = given if given is not None else inner[arg.arg]
+                if given is not None and not (given == OfClass(facts.MODULE) and inner[arg.arg] is not None):
+                    inner[arg.arg] = given  # what the call passes, unless the annotation says more than "a module"
         for arg in (node.args.vararg, node.args.kwarg):
             if arg is not None:
                 inner[arg.arg] = None
@@ -866,6 +878,8 @@ class Interpreter:
             self._visit_rules(target)
         elif isinstance(target, ast.Tuple | ast.List):
             items = value.items if isinstance(value, TupleValue) and len(value.items) == len(target.elts) else None
+            if isinstance(value, SequenceOf):  # q, k, v = x.unbind(0): every item is one
+                items = tuple(None if isinstance(e, ast.Starred) else value.item for e in target.elts)
             if isinstance(value, TensorValue) and not any(isinstance(e, ast.Starred) for e in target.elts):
                 # q, k, v = qkv.permute(2, 0, 3, 1, 4): unpacking runs along the first dim
                 row = TensorValue(
@@ -1474,7 +1488,8 @@ class Interpreter:
         if info.starred and (info.method in SHAPE_METHODS or info.qualname in CREATION_FUNCTIONS):
             return None  # x.view(*shape): the number of dims is not known
         if info.qualname is not None:
-            return self._torch_call(info.qualname, info, env)
+            result = self._torch_call(info.qualname, info, env)
+            return result if result is not None else _torch_result(info.qualname)
         if info.method is not None:
             receiver = info.receiver
             if (
@@ -1493,6 +1508,8 @@ class Interpreter:
                 return TensorValue(dtype=DTYPE_METHODS[info.method])  # y.long(): whatever y was, now an int64 tensor
             if isinstance(receiver, TensorValue):
                 result = self._tensor_method(receiver, info.method, info)
+                if result is None:
+                    result = _tensor_method_result(receiver, info.method)
                 if info.method.endswith("_") and isinstance(node.func, ast.Attribute):
                     target = node.func.value
                     if isinstance(target, ast.Name):
@@ -2636,6 +2653,32 @@ class _Overlay(dict):
         if dict.__contains__(self, key):
             return dict.__getitem__(self, key)
         return self.below.get(key, default)
+
+
+# max(x) is one tensor, max(x, 1) a (values, indices) pair: neither a tensor nor a sequence for certain.
+_ONE_OR_PAIR = frozenset({"max", "min", "median", "nanmedian"})
+
+
+def _is_static(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    return any(isinstance(d, ast.Name) and d.id in ("staticmethod", "classmethod") for d in function.decorator_list)
+
+
+def _torch_result(qualname: str) -> Value:
+    """What a torch function the interpreter does not model returns, from the facts tables: a tensor, tensors."""
+    if facts.call_result(qualname) == facts.TENSOR:
+        return TensorValue()
+    if facts.call_yields_tensors(qualname) and qualname.rsplit(".", 1)[-1] not in _ONE_OR_PAIR:
+        return SequenceOf(TensorValue())
+    return None
+
+
+def _tensor_method_result(tensor: TensorValue, method: str) -> Value:
+    """What a tensor method the interpreter does not model returns: a tensor on the same device, tensors."""
+    if method in facts.TENSOR_RETURNING_METHODS and method not in ("to", "cuda", "cpu", "type", "type_as"):
+        return TensorValue(device=tensor.device)  # (type_as may move it: x.type_as(cuda_tensor))
+    if method in facts.TENSOR_SEQUENCE_METHODS and method not in _ONE_OR_PAIR:
+        return SequenceOf(TensorValue(device=tensor.device))
+    return None
 
 
 def _element_value(qualname: str | None, node: ast.AST) -> Value:

@@ -10,6 +10,7 @@ import ast
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from torchls.core.facts import MODULE, is_module_class
 from torchls.core.symbols import Sym, erase
 
 Dim = int | None  # a known size, or unknown
@@ -282,10 +283,17 @@ def merge(a: Value, b: Value) -> Value:
     return None
 
 
-def common_class(a: ModuleValue | OfClass, b: ModuleValue | OfClass) -> OfClass:
-    """The class two modules share: the same class of the file, the same torch layer, else any module."""
+def common_class(a: ModuleValue | OfClass, b: ModuleValue | OfClass) -> OfClass | None:
+    """The class two values share: the same class of the file, the same torch class, else any module where both
+    are modules (an optimizer and a module share nothing worth naming)."""
     if a.user_class is not None and a.user_class == b.user_class:
         return OfClass(a.qualname, a.user_class)
     if a.user_class is None and b.user_class is None and a.qualname == b.qualname:
         return OfClass(a.qualname)
-    return OfClass("torch.nn.Module")
+    if _is_module(a) and _is_module(b):
+        return OfClass(MODULE)
+    return None
+
+
+def _is_module(value: ModuleValue | OfClass) -> bool:
+    return isinstance(value, ModuleValue) or value.qualname == MODULE or is_module_class(value.qualname)
