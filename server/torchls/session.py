@@ -66,7 +66,10 @@ class _IndexedDocument:
         if self._values is None:
             from torchls.core.values_at import FileValues  # the checker's modules: loaded on the first such hover
 
-            self._values = FileValues(self.index.tree, SourceText(self.text))
+            values = FileValues(self.index.tree, SourceText(self.text))
+            if self.index.source.text == self.text:  # not an earlier text's index (see Session.index_for_line)
+                self.index.use_analysis(values.class_of)  # receivers from the checker's analysis from now on
+            self._values = values
         return self._values
 
     def values_if_ready(self) -> FileValues | None:

@@ -161,6 +161,7 @@ class ModuleIndex(PartsInference, CallSiteInference):
         self._appends: dict[tuple, list[ast.expr] | None] = {}
         self._init_call_sites()
         self.memo: dict[tuple, object] = {}  # proven values and parts, by question (never a None: see infer)
+        self._analysis: Callable[[ast.AST], tuple[str, str | None] | None] | None = None  # see use_analysis
         # Built from part of the file only (core/first_look.py): parameters are not read from calls it cannot see.
         self.partial = False
         self.steps = 0  # taken by the current question (see PartsInference.step)
@@ -813,11 +814,25 @@ class ModuleIndex(PartsInference, CallSiteInference):
 
     # ---------------------------------------------------------------------------------------- inference
 
+    def use_analysis(self, class_of: Callable[[ast.AST], tuple[str, str | None] | None]) -> None:
+        """Answer for the names and attributes of this tree from the checker's analysis of it first.
+
+        ``class_of`` is :meth:`torchls.core.values_at.FileValues.class_of` for this very tree: ``(torch class,
+        the file's class or None)`` of a node. Once it is set, a receiver's class is what the interpreter
+        proves, as in the diagnostics; this index's own inference answers only where the analysis knows
+        nothing, or before it is computed."""
+        self._analysis = class_of
+        self.memo.clear()  # answers given before the analysis may differ from it
+
     def infer(self, expr: ast.expr, where: _Identifier, line: int, depth: int = 0) -> Value | None:
         """The torch class of the value of ``expr`` at ``line``, when the file proves it; else None."""
         return self.memoised("value", self._infer, expr, where, line, depth)
 
     def _infer(self, expr: ast.expr, where: _Identifier, line: int, depth: int) -> Value | None:
+        if self._analysis is not None and isinstance(expr, ast.Name | ast.Attribute):
+            analysed = self._analysis(expr)
+            if analysed is not None:
+                return Value(*analysed)
         if isinstance(expr, ast.Name):
             return self._infer_name(expr.id, where, line, depth)
         if isinstance(expr, ast.Attribute):

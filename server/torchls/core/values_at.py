@@ -97,7 +97,11 @@ def torch_class(value: Value) -> tuple[str, str | None] | None:
         return value.qualname or facts.MODULE, value.user_class
     if isinstance(value, DeviceValue):
         return "torch.device", None
-    if isinstance(value, InstanceValue) and value.qualname.startswith("torch."):
+    if (
+        isinstance(value, InstanceValue)
+        and value.qualname.startswith("torch.")
+        and value.qualname.rsplit(".", 1)[-1][:1].isupper()  # a class, not the iterator `parameters()` gives
+    ):
         return value.qualname, None
     return None
 

@@ -1,0 +1,94 @@
+"""Hover's receiver types come from the checker's interpreter once a document version is analysed.
+
+The session computes the analysis of a version (``FileValues``, the interpreter the diagnostics run) while the
+user pauses, and attaches it to that version's index: from then on the index answers what a receiver is from
+the interpreter, and its own inference only where the interpreter knows nothing. These tests go through the
+session's real objects, each symbol after Chinese text and an emoji, and show both directions: a receiver only
+the interpreter can type, and one where the fast path alone would answer wrongly.
+"""
+
+from __future__ import annotations
+
+import ast
+
+import pytest
+
+from torchls.core.text import Position, SourceText
+from torchls.session import Session
+
+URI = "file:///tmp/torchls-test/一个分析.py"
+
+PROGRAM = """\
+import torch
+from torch import nn
+
+heads = {"cls": nn.Linear(8, 2), "box": nn.Linear(8, 4)}
+说明 = "字典里的层 🧩"; w = heads["box"].weight
+说明 = "范数 📏"; w.norm()
+
+
+def make_head(deep):
+    head = nn.Linear(8, 2)
+    if deep:
+        head = nn.Sequential(nn.Linear(8, 8), nn.ReLU())
+    说明 = "分支 🌿"; head.train()
+"""
+
+
+@pytest.fixture
+def session():
+    session = Session()
+    yield session
+    session.close()
+
+
+def _position(marker: str, symbol: str) -> Position:
+    line = next(i for i, text in enumerate(PROGRAM.splitlines()) if marker in text)
+    return Position(line, PROGRAM.splitlines()[line].index(symbol, PROGRAM.splitlines()[line].index(marker)))
+
+
+def test_a_receiver_only_the_interpreter_types_is_answered_once_the_version_is_analysed(session):
+    document = session.index(URI, PROGRAM, 1)
+    norm = _position("范数", "norm")
+    assert document.index.target_at(norm).qualname is None, "the fast path cannot type a dict item's weight"
+    document.values()  # what the session computes while the user pauses (lsp/diagnostics._index)
+    assert document.index.target_at(norm).qualname == "torch.Tensor.norm"
+
+
+def test_where_the_two_engines_differ_hover_follows_the_interpreter(session):
+    document = session.index(URI, PROGRAM, 1)
+    train = _position("分支", "train")
+    # The fast path takes the later binding and calls `head` a Sequential, though it may still be the Linear.
+    assert document.index.target_at(train).qualname == "torch.nn.Sequential.train"
+    document.values()
+    # The interpreter merges the two paths: some module, whichever runs.
+    assert document.index.target_at(train).qualname == "torch.nn.Module.train"
+
+
+def test_every_receiver_the_analysis_types_reaches_hover_with_that_class(session):
+    document = session.index(URI, PROGRAM, 1)
+    values = document.values()
+    source = SourceText(PROGRAM)
+    checked = 0
+    for node in ast.walk(document.index.tree):
+        if not isinstance(node, ast.Attribute) or document.index.qualify(node.value) is not None:
+            continue
+        known = values.class_of(node.value)
+        if known is None or known[1] is not None:
+            continue  # the file's own classes are answered by their own members
+        member = source.position_from_ast(node.end_lineno, node.end_col_offset)
+        target = document.index.target_at(Position(member.line, member.column - 1))
+        assert target is not None and target.qualname == f"{known[0]}.{node.attr}", ast.unparse(node)
+        checked += 1
+    assert checked >= 2
+
+
+def test_an_earlier_texts_index_does_not_take_the_new_texts_analysis(session):
+    first = session.index(URI, PROGRAM, 1)
+    lines = PROGRAM.split("\n")
+    line = _position("范数", "norm").line
+    lines[line] = lines[line].replace("w.norm()", "w.")
+    typed = session.index_for_line(URI, "\n".join(lines), 2, line)
+    assert typed.index is first.index
+    typed.values()  # an analysis of the typed text, whose tree is not the index's
+    assert first.index.target_at(_position("范数", "norm")).qualname is None
