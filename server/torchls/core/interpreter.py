@@ -194,6 +194,8 @@ class ClassInfo:
     instances: dict[tuple, dict[str, Value]] = field(default_factory=dict)
     _moves: bool | None = None
     methods: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = field(default_factory=dict)
+    # Every value assigned to ``self.name`` (or registered as a buffer) anywhere, in or out of ``__init__``.
+    assigned: dict[str, list[Value]] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -235,6 +237,17 @@ class ClassInfo:
             if name in klass.class_attributes:
                 return klass.class_attributes[name]
         return None
+
+    def attribute_class(self, name: str) -> Value:
+        """The class every value ever assigned to ``self.name`` shares (a tensor, a module): what holds wherever an
+        attribute that is assigned more than once is read, though not which of its values it has there."""
+        values = [value for klass in self.chain() for value in klass.assigned.get(name, ())]
+        if not values:
+            return None
+        result = _class_only(values[0])
+        for value in values[1:]:
+            result = merge(result, _class_only(value))
+        return result
 
     def instance_attributes(self, arguments: tuple) -> dict[str, Value] | None:
         """What ``self`` holds in an instance built with ``arguments``, once the interpreter has built one."""
@@ -341,6 +354,9 @@ class Interpreter:
             ast.ClassDef: self._class,
         }
         self._returns: list[Value] | None = None
+        # `self.x` reads of attributes assigned more than once, and the one being read: see _settle_unstable_reads.
+        self._unstable_reads: list[tuple[ast.AST | None, ClassInfo, str]] = []
+        self._reading: ast.AST | None = None
         # Calls of the file's own functions and methods: see :meth:`_call_function`.
         self.functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
         self._defaults: dict[ast.AST, dict[str, Value]] = {}
@@ -384,6 +400,19 @@ class Interpreter:
         self.ctx.file_facts["classes"] = self.classes
         self.ctx.tree = tree
         self.block(tree.body, self.module_env)
+        self._settle_unstable_reads()
+
+    def _settle_unstable_reads(self) -> None:
+        """Reads of attributes assigned more than once (``self.head`` that ``reset_classifier`` replaces) learn,
+        once the whole file is walked, the class all their values share: for hover, after the rules have run."""
+        values = self.ctx.values
+        collected = self.call_values
+        for node, klass, name in self._unstable_reads:
+            if node is None or values.get(node) is not None or (collected is not None and collected.get(node)):
+                continue
+            shared = klass.attribute_class(name)
+            if shared is not None:
+                values[node] = shared
 
     def _visit_rules(self, node: ast.AST) -> None:
         rules = self.dispatch.get(type(node))
@@ -833,6 +862,7 @@ class Interpreter:
         for method in methods:
             if method.name != "__init__":
                 info.unstable.update(self_attributes_assigned(method))
+                info.unstable.update(_buffers_registered(method))  # registered again: not what __init__ made
         class_env: Env = {}
         for statement in node.body:
             if not isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef):
@@ -894,6 +924,8 @@ class Interpreter:
                 self.bind(element, items[index] if items else None, env)
         elif isinstance(target, ast.Attribute):
             owner = self.expr(target.value, env)
+            if isinstance(target.value, ast.Name) and target.value.id == "self" and self.ctx.klass is not None:
+                self.ctx.klass.assigned.setdefault(target.attr, []).append(value)
             self._attribute_assigned(target, owner, value, env)
             sink = self._init_attribute_sink(target)
             if sink is not None:
@@ -927,6 +959,7 @@ class Interpreter:
         klass = self._user_class_of(owner)
         if klass is not None and not (isinstance(target.value, ast.Name) and target.value.id == "self"):
             klass.unstable.add(target.attr)  # set from outside: no longer what __init__ made, for any instance
+            klass.assigned.setdefault(target.attr, []).append(value)
 
     def _load(self, name: str, env: Env) -> Value:
         if name in env:
@@ -1013,7 +1046,12 @@ class Interpreter:
 
     def _boolop(self, node: ast.BoolOp, env: Env) -> Value:
         """``d_head or d_model``, ``flag and value``: short-circuit, when the deciding operands are literals."""
-        values = [self.expr(operand, env) for operand in node.values]
+        values = []
+        scope = env
+        for operand in node.values:
+            values.append(self.expr(operand, scope))
+            if isinstance(node.op, ast.And) and (narrowed := self._narrowed(operand, scope)):
+                scope = {**scope, **narrowed}  # `isinstance(m, nn.Conv2d) and m.bias`: m is one on the right
         for value in values[:-1]:
             if not isinstance(value, Literal):
                 return None
@@ -1126,8 +1164,14 @@ class Interpreter:
             return fields.get(node.attr) if isinstance(fields, DictValue) else None
         owner = self._user_class_of(base)
         if owner is not None:
-            return self._member(owner, base, node.attr)
+            self._reading = node
+            try:
+                return self._member(owner, base, node.attr)
+            finally:
+                self._reading = None
         if isinstance(node.value, ast.Name) and node.value.id == "self" and self.ctx.klass is not None:
+            if self.ctx.klass.is_unstable(node.attr):
+                self._unstable_reads.append((node, self.ctx.klass, node.attr))
             return self.ctx.klass.attribute(node.attr)
         if isinstance(base, ModuleValue | OfClass) and base.user_class is None:
             return _layer_tensor(base, node.attr)
@@ -1269,6 +1313,8 @@ class Interpreter:
 
     def _member_as_built(self, klass: ClassInfo, owner: Value, name: str) -> Value:
         if klass.is_unstable(name):
+            if self._reading is not None:
+                self._unstable_reads.append((self._reading, klass, name))
             return None
         getter = klass.method(name)
         if getter is not None and any(isinstance(d, ast.Name) and d.id == "property" for d in getter.decorator_list):
@@ -1490,6 +1536,8 @@ class Interpreter:
         if info.qualname is not None:
             result = self._torch_call(info.qualname, info, env)
             return result if result is not None else _torch_result(info.qualname)
+        if info.method == "register_buffer" and self._registers_buffer(info):
+            return None
         if info.method is not None:
             receiver = info.receiver
             if (
@@ -1562,16 +1610,6 @@ class Interpreter:
                 # next(iter(loader)): one item of what iterating gives (iter() alone changes nothing we track)
                 only = info.args[0]
                 return only if name == "iter" else self._iteration(only, node.args[0])
-        if (
-            isinstance(node.func, ast.Attribute)
-            and node.func.attr == "register_buffer"
-            and isinstance(node.func.value, ast.Name)
-            and node.func.value.id == "self"
-            and self.ctx.klass is not None
-            and self.ctx.function is not None
-            and self.ctx.function.name == "__init__"
-        ):
-            self._register_buffer(info)
         if _is_super_init(node.func) and self.ctx.klass is not None and self._attribute_sink is not None:
             # super().__init__(...) while an instance is built: the base's __init__ assigns into the same instance
             base = next((k for k in self.ctx.klass.chain()[1:] if "__init__" in k.methods), None)
@@ -1653,6 +1691,21 @@ class Interpreter:
         for name in fields:
             bound.setdefault(name, klass.class_attributes.get(name))
         return bound
+
+    def _registers_buffer(self, info: CallInfo) -> bool:
+        """``self.register_buffer(name, tensor)`` in a method of the file's class: note what ``self.name`` holds."""
+        func = info.node.func
+        klass = self.ctx.klass
+        if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self"):
+            return False
+        if klass is None or self.ctx.function is None:
+            return False
+        if self.ctx.function.name == "__init__":
+            self._register_buffer(info)
+        name = _literal(info.arg(0, "name"))
+        if isinstance(name, str):
+            klass.assigned.setdefault(name, []).append(info.arg(1, "tensor"))
+        return True
 
     def _register_buffer(self, info: CallInfo) -> None:
         """``self.register_buffer("mask", t)`` in ``__init__``: ``self.mask`` is ``t``, moving with the module."""
@@ -2227,6 +2280,8 @@ class Interpreter:
         if dim is None and isinstance(_literal(dim_value), tuple):
             dim = _literal(dim_value)
         if has_dim and dim is None:
+            if method in ("max", "min") and not isinstance(dim_value, TensorValue):
+                return None  # x.max(d): a (values, indices) pair for an int d, one tensor for a tensor d
             return TensorValue(device=tensor.device, is_leaf=False)
         keepdim = _literal(info.arg(1, "keepdim")) is True
         shape, problem = shapes.reduce(tensor.shape, dim, keepdim)
@@ -2661,6 +2716,31 @@ _ONE_OR_PAIR = frozenset({"max", "min", "median", "nanmedian"})
 
 def _is_static(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     return any(isinstance(d, ast.Name) and d.id in ("staticmethod", "classmethod") for d in function.decorator_list)
+
+
+def _buffers_registered(function: ast.AST) -> set[str]:
+    """The names ``self.register_buffer("name", ...)`` registers in ``function``."""
+    return {
+        node.args[0].value
+        for node in ast.walk(function)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "register_buffer"
+        and isinstance(node.func.value, ast.Name)
+        and node.func.value.id == "self"
+        and node.args
+        and isinstance(node.args[0], ast.Constant)
+        and isinstance(node.args[0].value, str)
+    }
+
+
+def _class_only(value: Value) -> Value:
+    """Only the class of ``value``: a tensor with nothing else known, a module as :class:`OfClass`."""
+    if isinstance(value, TensorValue):
+        return TensorValue()
+    if isinstance(value, ModuleValue | OfClass):
+        return OfClass(value.qualname, value.user_class)
+    return None
 
 
 def _torch_result(qualname: str) -> Value:
