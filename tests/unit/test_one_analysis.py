@@ -92,3 +92,26 @@ def test_an_earlier_texts_index_does_not_take_the_new_texts_analysis(session):
     assert typed.index is first.index
     typed.values()  # an analysis of the typed text, whose tree is not the index's
     assert first.index.target_at(_position("范数", "norm")).qualname is None
+
+
+def test_completion_on_a_line_being_typed_reads_the_receiver_from_the_analysis(session):
+    first = session.index(URI, PROGRAM, 1)
+    first.values()
+    lines = PROGRAM.split("\n")
+    line = _position("范数", "norm").line
+    lines[line] = lines[line].replace("w.norm()", "w.")
+    typed = "\n".join(lines)
+    document = session.index_for_line(URI, typed, 2, line)
+    assert document.index is first.index, "completion reuses the analysed index while the user types"
+    cursor = Position(line, lines[line].index("w.") + 2)
+    value = document.index.value_at("w", cursor)
+    assert value is not None and value.qualname == "torch.Tensor", "only the interpreter types a dict item's weight"
+
+
+def test_completion_does_not_take_a_value_the_cursors_own_statement_binds(session):
+    text = PROGRAM + "w = heads\n说明 = '重新绑定 🔁'; w = w.x\n"
+    document = session.index(URI, text, 1)
+    document.values()
+    line = len(text.split("\n")) - 2
+    cursor = Position(line, text.split("\n")[line].rindex("w.") + 2)
+    assert document.index.value_at("w", cursor) is None, "w is the dict here, not the tensor bound earlier"

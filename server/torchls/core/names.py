@@ -580,7 +580,43 @@ class ModuleIndex(PartsInference, CallSiteInference):
             return None
         scope, klass = self._scope_at(position.line)
         where = _Identifier(position.column, position.column, expr, scope, klass)
+        if self._analysis is not None:
+            analysed = self._analysed_occurrence(expr, where, position)
+            if analysed is not None:
+                return analysed
         return self.infer(expr, where, position.line)
+
+    _OCCURRENCE_LINES = 200  # how far back value_at looks for the expression written before
+
+    def _analysed_occurrence(self, expr: ast.expr, where: _Identifier, position: Position) -> Value | None:
+        """The analysis's value of ``expr`` (``x``, ``self.fc``) where this tree last has it before ``position``
+        in the same scope, while the same binding of its root name holds: completion's receiver is text being
+        typed, not a node of this tree, and the code just before it shows what it is."""
+        text = _dotted(expr)
+        if text is None:
+            return None
+        root = text.split(".", 1)[0]
+        stored = text if "." in text else None  # `self.fc = ...` in between changes what self.fc holds
+        binding = self._latest_binding(root, where, position.line) if root != "self" else None
+        first = max(0, position.line - self._OCCURRENCE_LINES)
+        for line in range(position.line, first - 1, -1):
+            for identifier in sorted(self._identifiers.get(line, ()), key=lambda i: -i.end):
+                node = identifier.node
+                if identifier.scope is not where.scope or not isinstance(node, ast.Name | ast.Attribute):
+                    continue
+                if line == position.line and (identifier.end > position.column or isinstance(node.ctx, ast.Store)):
+                    continue  # after the cursor, or bound by the statement the cursor is in: not yet
+                if _dotted(node) != text:
+                    continue
+                if stored is not None and isinstance(node.ctx, ast.Store):
+                    return None
+                if root != "self" and self._latest_binding(root, identifier, line) is not binding:
+                    return None
+                analysed = self._analysis(node)  # type: ignore[misc]
+                return Value(*analysed) if analysed is not None else None
+            if binding is not None and binding.line == line:
+                return None  # the name is bound on this line: earlier occurrences are another value
+        return None
 
     def container_at(self, name: str, position: Position) -> str | None:
         """``builtins.dict`` (list, set, tuple, str) when the binding of ``name`` that code at ``position`` sees is
@@ -1145,6 +1181,16 @@ _LEAVES = frozenset(
     {ast.Load, ast.Store, ast.Del, ast.Constant, *ast.operator.__subclasses__(), *ast.cmpop.__subclasses__()}
     | {*ast.unaryop.__subclasses__(), *ast.boolop.__subclasses__()}
 )
+
+
+def _dotted(expr: ast.AST) -> str | None:
+    """``self.fc.weight`` for a chain of attributes on a name; None for anything else."""
+    if isinstance(expr, ast.Name):
+        return expr.id
+    if isinstance(expr, ast.Attribute):
+        base = _dotted(expr.value)
+        return f"{base}.{expr.attr}" if base is not None else None
+    return None
 
 
 def qualify(expr: ast.expr, imports: dict[str, str]) -> str | None:
