@@ -56,14 +56,15 @@ def _end_with(parent: int) -> None:
 
 
 def check_text(text: str, select: Sequence[str], ignore: Sequence[str]) -> CheckResult:
-    """Runs in the worker: the findings in ``text`` under a rule selection (its checker is kept)."""
+    """Runs in the worker: the findings in ``text`` under a rule selection (its checker is kept), and the
+    classes the same analysis proves for the names and attributes, which hover and completion read."""
     from torchls.core.checker import Checker
 
     key = (tuple(select), tuple(ignore))
     checker = _checkers.get(key)
     if checker is None:
         checker = _checkers[key] = Checker(select, ignore)
-    return checker.check(text)
+    return checker.check(text, receivers=True)
 
 
 class CheckWorker:

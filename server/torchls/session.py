@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 from torchls.check_worker import CheckWorker
 from torchls.core.names import ModuleIndex
 from torchls.core.parsing import parse_tolerant
+from torchls.core.receivers import node_key
 from torchls.core.text import SourceText
 from torchls.kb.base import KnowledgeBase
 from torchls.kb.files import file_manifest
@@ -82,6 +83,12 @@ class _IndexedDocument:
         return self._values
 
 
+def _attach(document: _IndexedDocument, receivers: dict) -> None:
+    """Let the document's index read receivers from the checker's table (see core/receivers.py)."""
+    if document.index.source.text == document.text:
+        document.index.use_analysis(lambda node: receivers.get(node_key(node)))
+
+
 class Session:
     def __init__(self, settings: Settings | None = None, workspace_root: str | None = None) -> None:
         self.settings = Settings()
@@ -92,6 +99,7 @@ class Session:
         self.resolver = Resolver()
         self._check_worker = CheckWorker()  # its process starts with the first check
         self._documents: dict[str, _IndexedDocument] = {}
+        self._checked: dict[str, tuple] = {}  # uri -> (version, text, receiver classes) from the last check
         # Versions being indexed now, on the indexing thread or the event loop: a second caller waits for the first.
         self._indexing: dict[str, tuple[int | None, str, threading.Event]] = {}
         self._indexing_lock = threading.Lock()
@@ -250,7 +258,20 @@ class Session:
         index = ModuleIndex(parsed, source, module, returns)
         document = _IndexedDocument(version, text, index, parsed.blanked_lines, source.lines)
         self._documents[uri] = document
+        checked = self._checked.get(uri)
+        if checked is not None and checked[:2] == (version, text):
+            _attach(document, checked[2])
         return document
+
+    def use_checked_analysis(self, uri: str, version: int | None, text: str, receivers: dict | None) -> None:
+        """The receiver classes the checking process proved for this version (``CheckResult.receivers``): its
+        index answers receivers from them, now if it is built, else once it is."""
+        if receivers is None:
+            return
+        self._checked[uri] = (version, text, receivers)
+        document = self.indexed(uri, text, version)
+        if document is not None:
+            _attach(document, receivers)
 
     def index_for_line(self, uri: str, text: str, version: int | None, line: int) -> _IndexedDocument:
         """For completion and signature help on ``line``: the index of an earlier text of the document when the
@@ -289,6 +310,7 @@ class Session:
 
     def forget(self, uri: str) -> None:
         self._documents.pop(uri, None)
+        self._checked.pop(uri, None)
         self.prefetched.discard(uri)
 
     def example_interpreter(self) -> str | None:

@@ -115,3 +115,25 @@ def test_completion_does_not_take_a_value_the_cursors_own_statement_binds(sessio
     line = len(text.split("\n")) - 2
     cursor = Position(line, text.split("\n")[line].rindex("w.") + 2)
     assert document.index.value_at("w", cursor) is None, "w is the dict here, not the tensor bound earlier"
+
+
+def test_the_checking_process_hands_its_analysis_to_the_index(session):
+    """The diagnostics' own run, in the checking process: its receiver table crosses the process boundary and
+    the version's index answers from it, with no second analysis in the server."""
+    document = session.index(URI, PROGRAM, 1)
+    norm = _position("范数", "norm")
+    assert document.index.target_at(norm).qualname is None
+    result = session.check_in_background(PROGRAM).result(timeout=60)
+    assert result.receivers, "the worker sends the classes its analysis proved"
+    session.use_checked_analysis(URI, 1, PROGRAM, result.receivers)
+    assert document._values is None, "no FileValues computed in the server for this"
+    assert document.index.target_at(norm).qualname == "torch.Tensor.norm"
+    assert document.index.target_at(_position("分支", "train")).qualname == "torch.nn.Module.train"
+
+
+def test_a_checked_analysis_of_another_version_is_not_attached(session):
+    result = session.check_in_background(PROGRAM).result(timeout=60)
+    session.use_checked_analysis(URI, 1, PROGRAM, result.receivers)
+    edited = PROGRAM.replace("w.norm()", "w.norm(); pass")
+    document = session.index(URI, edited, 2)  # built after the check of version 1 arrived
+    assert document.index.target_at(_position("范数", "norm")).qualname is None

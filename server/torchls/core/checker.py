@@ -13,6 +13,7 @@ from torchls.core.findings import Finding
 from torchls.core.interpreter import Interpreter
 from torchls.core.noqa import suppressed_codes
 from torchls.core.parsing import parse_tolerant
+from torchls.core.receivers import ClassOf, NodeKey, file_values, receiver_table
 from torchls.core.rules import ALL_RULES
 from torchls.core.rules.base import Context, Rule
 from torchls.core.statements import child_statements
@@ -23,6 +24,8 @@ from torchls.core.text import SourceText
 class CheckResult:
     findings: list[Finding]
     syntax_error: str | None = None  # the first syntax error; lines that parse were still checked
+    # With ``check(text, receivers=True)``: the classes the analysis proves, by node place (core/receivers.py).
+    receivers: dict[NodeKey, ClassOf] | None = None
 
 
 def _matches(code: str, prefixes: Iterable[str]) -> int:
@@ -46,7 +49,8 @@ class Checker:
     def __init__(self, select: Sequence[str] = (), ignore: Sequence[str] = ()) -> None:
         self.rule_classes = select_rules(select, ignore)
 
-    def check(self, text: str) -> CheckResult:
+    def check(self, text: str, receivers: bool = False) -> CheckResult:
+        """The findings in ``text``; ``receivers``: also the classes the analysis proves (for the editor)."""
         if "torch" not in text:  # every rule is about torch: files that never mention it cost nothing
             parsed_error = _syntax_error(text)
             return CheckResult([], parsed_error)
@@ -62,7 +66,10 @@ class Checker:
         for rule in rules:
             for node_type in rule.node_types:
                 dispatch.setdefault(node_type, []).append(rule)
-        Interpreter(ctx, dispatch).run(parsed.tree)
+        interpreter = Interpreter(ctx, dispatch)
+        if receivers:
+            interpreter.call_values = {}  # what the calls agree on, for hover (core/receivers.file_values)
+        interpreter.run(parsed.tree)
         for rule in rules:
             ctx._current = rule
             rule.finish(ctx)
@@ -77,7 +84,8 @@ class Checker:
             if codes is not None and ("" in codes or any(finding.code.startswith(c) for c in codes)):
                 continue
             findings.append(finding)
-        return CheckResult(findings, parsed.error)
+        table = receiver_table(file_values(ctx.values, interpreter.call_values)) if receivers else None
+        return CheckResult(findings, parsed.error, table)
 
 
 def check_source(text: str, select: Sequence[str] = (), ignore: Sequence[str] = ()) -> CheckResult:

@@ -862,7 +862,8 @@ class Interpreter:
         for method in methods:
             if method.name != "__init__":
                 info.unstable.update(self_attributes_assigned(method))
-                info.unstable.update(_buffers_registered(method))  # registered again: not what __init__ made
+                if self._mentions(method, "register_buffer"):  # a text test first: walking every method costs
+                    info.unstable.update(_buffers_registered(method))  # registered again: not what __init__ made
         class_env: Env = {}
         for statement in node.body:
             if not isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef):
@@ -886,6 +887,11 @@ class Interpreter:
             if method.name == "forward":
                 info.forward_return = returned
             self._visit_rules(method)
+
+    def _mentions(self, node: ast.AST, word: str) -> bool:
+        """True when the source lines of ``node`` contain ``word``."""
+        lines = self.ctx.source.lines[node.lineno - 1 : node.end_lineno]  # type: ignore[attr-defined]
+        return any(word in line for line in lines)
 
     def _torch_base(self, node: ast.ClassDef) -> str | None:
         for base in node.bases:

@@ -11,12 +11,12 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from torchls.core import facts
 from torchls.core.checker import import_table
 from torchls.core.interpreter import Interpreter
+from torchls.core.receivers import file_values, torch_class
 from torchls.core.rules.base import Context
 from torchls.core.text import Position, SourceText, Span
-from torchls.core.values import ACCELERATOR, DeviceValue, InstanceValue, ModuleValue, OfClass, TensorValue, Value
+from torchls.core.values import ACCELERATOR, ModuleValue, TensorValue, Value
 
 _DEVICES = {ACCELERATOR: "加速设备（有 GPU 时是 cuda）"}
 
@@ -43,19 +43,10 @@ class FileValues:
             ctx.values.clear()
         self.source = source
         self._by_line: dict[int, list[tuple[Span, ast.AST, Value]]] = {}
-        self._values: dict[ast.AST, Value] = {}
-        called = interpreter.call_values
         # A function's names have values from the calls the file makes even where its unknown arguments gave none;
         # where the calls disagree, what the body proves for any argument still holds.
-        for node in dict.fromkeys([*ctx.values, *called]):
-            if not isinstance(node, ast.Name | ast.Attribute):
-                continue
-            value = called.get(node)
-            if value is None:
-                value = ctx.values.get(node)
-            if value is None:
-                continue
-            self._values[node] = value
+        self._values: dict[ast.AST, Value] = file_values(ctx.values, interpreter.call_values)
+        for node, value in self._values.items():
             if not _worth_showing(value):
                 continue
             span = source.span_from_ast(node)
@@ -87,23 +78,6 @@ class FileValues:
         span, node, value = best
         text = ast.unparse(node)
         return ValueAt(span, text, value)
-
-
-def torch_class(value: Value) -> tuple[str, str | None] | None:
-    """The torch class an abstract value is an instance of, and the file's class where it is one of those."""
-    if isinstance(value, TensorValue):
-        return facts.TENSOR, None
-    if isinstance(value, ModuleValue | OfClass):
-        return value.qualname or facts.MODULE, value.user_class
-    if isinstance(value, DeviceValue):
-        return "torch.device", None
-    if (
-        isinstance(value, InstanceValue)
-        and value.qualname.startswith("torch.")
-        and value.qualname.rsplit(".", 1)[-1][:1].isupper()  # a class, not the iterator `parameters()` gives
-    ):
-        return value.qualname, None
-    return None
 
 
 def _width(span: Span) -> tuple[int, int]:

@@ -111,6 +111,7 @@ async def _check_and_publish(ls: TorchLanguageServer, uri: str, delay: float, ed
     current = ls.opened(uri)
     if current is None or current.version != version or current.source != text:
         return  # an edit arrived meanwhile; its own check will publish
+    ls.session.use_checked_analysis(uri, version, text, result.receivers)  # hover and completion read it too
     source = SourceText(text)
     diagnostics = [to_diagnostic(ls, uri, source, finding) for finding in result.findings]
     ls.text_document_publish_diagnostics(
@@ -141,15 +142,13 @@ async def _index_opened(ls: TorchLanguageServer, uri: str, text: str, version: i
 
 
 def _index(ls: TorchLanguageServer, uri: str, text: str, version: int | None, opened: str | None = None) -> None:
-    """While the user reads or pauses: the version's index and analysis, and the torch names completion will
-    prefetch. For a document just opened (``opened``: its path, or "" when it has none), jedi then reads what it
-    will need."""
+    """While the user reads or pauses: the version's index, and the torch names completion will prefetch. For a
+    document just opened (``opened``: its path, or "" when it has none), jedi then reads what it will need."""
     if ls.session is None:
         return
     try:
         document = ls.session.index(uri, text, version)
         document.index.torch_uses()
-        document.values()  # the checker's analysis: hover and completion read receivers from it from now on
         if opened is not None:
             ls.session.prepare_jedi(document, text, opened or None)
     except Exception:  # an indexing bug costs the fast path for this version, never the server
