@@ -1214,7 +1214,10 @@ class Interpreter:
     def _binop(self, node: ast.BinOp, env: Env) -> Value:
         left = self.expr(node.left, env)
         right = self.expr(node.right, env)
-        return self._arithmetic(left, right, node.op, node)
+        result = self._arithmetic(left, right, node.op, node)
+        if result is None and (isinstance(left, TensorValue) or isinstance(right, TensorValue)):
+            return TensorValue()  # `q @ k.transpose(-2, -1)` of unknown shapes: still a tensor, nothing more known
+        return result
 
     def _arithmetic(self, left: Value, right: Value, op: ast.operator, node: ast.AST) -> Value:
         if isinstance(op, ast.Add) and isinstance(left, TupleValue) and isinstance(right, TupleValue):
@@ -1708,9 +1711,11 @@ class Interpreter:
             return False
         if self.ctx.function.name == "__init__":
             self._register_buffer(info)
-        name = _literal(info.arg(0, "name"))
+        name, tensor = _literal(info.arg(0, "name")), info.arg(1, "tensor")
         if isinstance(name, str):
-            klass.assigned.setdefault(name, []).append(info.arg(1, "tensor"))
+            # a buffer is a tensor, or None when registered as None
+            registered = TensorValue() if tensor is None else tensor
+            klass.assigned.setdefault(name, []).append(registered)
         return True
 
     def _register_buffer(self, info: CallInfo) -> None:
@@ -2661,6 +2666,8 @@ class Interpreter:
                 return _element_value(element, node)
         if isinstance(iterable, TensorValue) and iterable.shape:
             return TensorValue(shape=iterable.dims[1:], dtype=iterable.dtype, device=iterable.device, is_leaf=False)  # type: ignore[index]
+        if isinstance(iterable, TensorValue):  # rows of a tensor of unknown rank: tensors where it is
+            return TensorValue(dtype=iterable.dtype, device=iterable.device, is_leaf=False)
         return None
 
 
