@@ -37,7 +37,7 @@ def interpreter_class(values: FileValues, node: ast.expr) -> str | None:
     if found is None:
         return None
     qualname, user_class = found
-    return user_class or qualname
+    return user_class or facts.ATTRIBUTE_BASES.get(qualname, qualname)
 
 
 def fast_path_class(index: ModuleIndex, node: ast.expr, source: SourceText) -> str | None:

@@ -69,8 +69,8 @@ def test_module_iterators_and_layer_parameters():
         "plain.bias.zero_()\n"
     )
     assert _classes(text, "m") == [("torch.nn.Module", None)]
-    assert _classes(text, "p") == [("torch.Tensor", None)]
-    assert _classes(text, "fc.weight") == [("torch.Tensor", None)]
+    assert _classes(text, "p") == [("torch.nn.Parameter", None)]
+    assert _classes(text, "fc.weight") == [("torch.nn.Parameter", None)]
     assert _classes(text, "plain.bias") == [None], "bias=False: there is no bias tensor"
 
 
@@ -161,3 +161,24 @@ def test_self_in_a_plain_class_reaches_its_methods():
 )
 def test_class_only_values_give_no_rule_anything_to_report(body):
     assert check_source(HEADER + body).findings == []
+
+
+def test_parameters_are_named_as_parameters():
+    text = HEADER + (
+        "class Scale(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.gamma = nn.Parameter(torch.ones(4))\n"
+        "        self.register_buffer('steps', torch.zeros(1))\n\n"
+        "    def forward(self, x):\n"
+        "        说明 = '参数 ⚖️'; self.gamma.data; self.steps.add_(1)\n"
+        "        return x\n"
+        "fc = nn.Linear(4, 2)\n"
+        "fc.weight.grad\n"
+        "for p in fc.parameters():\n"
+        "    p.grad\n"
+    )
+    assert _classes(text, "self.gamma") == [("torch.nn.Parameter", None)]
+    assert _classes(text, "self.steps") == [("torch.Tensor", None)], "a buffer is a plain tensor"
+    assert _classes(text, "fc.weight") == [("torch.nn.Parameter", None)]
+    assert _classes(text, "p") == [("torch.nn.Parameter", None)]

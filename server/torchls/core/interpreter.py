@@ -2777,7 +2777,7 @@ def _tensor_method_result(tensor: TensorValue, method: str) -> Value:
 def _element_value(qualname: str | None, node: ast.AST) -> Value:
     """An item of a module's ``parameters()``, ``buffers()`` or ``modules()``."""
     if qualname == "torch.nn.Parameter":
-        return TensorValue(requires_grad=True, is_leaf=True, origin=Origin(node, "模型参数"))
+        return TensorValue(requires_grad=True, is_leaf=True, registered=True, origin=Origin(node, "模型参数"))
     if qualname == facts.TENSOR:
         return TensorValue()  # a buffer: a tensor of the module's, nothing more known
     return OfClass(qualname) if qualname is not None else None

@@ -26,6 +26,8 @@ def node_key(node: ast.AST) -> NodeKey:
 def torch_class(value: Value) -> ClassOf | None:
     """The torch class an abstract value is an instance of, and the file's class where it is one of those."""
     if isinstance(value, TensorValue):
+        if value.registered and value.requires_grad is True and value.is_leaf is True:
+            return "torch.nn.Parameter", None  # nn.Parameter(...), fc.weight: the card says what a parameter is
         return facts.TENSOR, None
     if isinstance(value, ModuleValue | OfClass):
         return value.qualname or facts.MODULE, value.user_class
