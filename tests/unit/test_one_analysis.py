@@ -113,12 +113,16 @@ def test_completion_on_a_line_being_typed_reads_the_receiver_from_the_analysis(s
 
 
 def test_completion_does_not_take_a_value_the_cursors_own_statement_binds(session):
-    text = PROGRAM + "w = heads\n说明 = '重新绑定 🔁'; w = w.x\n"
-    document = session.index(URI, text, 1)
-    document.values()
-    line = len(text.split("\n")) - 2
-    cursor = Position(line, text.split("\n")[line].rindex("w.") + 2)
-    assert document.index.value_at("w", cursor) is None, "w is the dict here, not the tensor bound earlier"
+    text = PROGRAM + "w = heads\n说明 = '重新绑定 🔁'; w = torch.zeros(3) * len(heads)\n"
+    first = session.index(URI, text, 1)
+    first.values()
+    lines = text.split("\n")
+    line = len(lines) - 2
+    lines[line] = lines[line].replace("len(heads)", "len(w.")  # typing: the analysed tree has no `w` here yet
+    document = session.index_for_line(URI, "\n".join(lines), 2, line)
+    assert document.index is first.index
+    cursor = Position(line, lines[line].rindex("w.") + 2)
+    assert document.index.value_at("w", cursor) is None, "w is the dict here, not the tensor its statement binds"
 
 
 def test_the_checking_process_hands_its_analysis_to_the_index(session):

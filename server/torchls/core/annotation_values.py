@@ -13,7 +13,8 @@ import ast
 from collections.abc import Callable
 
 from torchls.core import facts
-from torchls.core.parts import generic_name, unquoted
+from torchls.core.names import not_optional
+from torchls.core.parts import generic_name
 from torchls.core.values import DeviceValue, OfClass, SequenceOf, TensorValue, TupleValue, Value
 
 # Tensor classes an annotation may name: all are tensors to the interpreter (their dtype is not checked here).
@@ -32,14 +33,12 @@ def annotation_value(
 ) -> Value:
     """The value ``annotation`` proves, or None. ``qualify`` reads names through the file's imports;
     ``torch_base_of`` gives the torch base of one of the file's classes (None for other names)."""
-    spelled = unquoted(annotation)
-    if spelled is None:
+    spelled = not_optional(annotation)
+    if spelled is None or isinstance(spelled, ast.BinOp):
         return None
     if isinstance(spelled, ast.Subscript):
         head = generic_name(spelled)
         elements = spelled.slice.elts if isinstance(spelled.slice, ast.Tuple) else [spelled.slice]
-        if head == "Optional" and len(elements) == 1:  # where its members are used, it was not None
-            return annotation_value(elements[0], qualify, torch_base_of)
         if head in ("Tuple", "tuple"):
             if len(elements) == 2 and isinstance(elements[1], ast.Constant) and elements[1].value is Ellipsis:
                 return _sequence_of(annotation_value(elements[0], qualify, torch_base_of))
@@ -47,10 +46,6 @@ def annotation_value(
         if head in _SEQUENCES and len(elements) == 1:
             return _sequence_of(annotation_value(elements[0], qualify, torch_base_of))
         return None
-    if isinstance(spelled, ast.BinOp) and isinstance(spelled.op, ast.BitOr):  # Tensor | None
-        sides = [spelled.left, spelled.right]
-        real = [side for side in sides if not (isinstance(side, ast.Constant) and side.value is None)]
-        return annotation_value(real[0], qualify, torch_base_of) if len(real) == 1 else None
     qualname = qualify(spelled)
     if qualname is None:
         if isinstance(spelled, ast.Name) and (base := torch_base_of(spelled.id)) is not None:

@@ -1206,17 +1206,23 @@ def qualify(expr: ast.expr, imports: dict[str, str]) -> str | None:
 def qualify_annotation(annotation: ast.expr, imports: dict[str, str]) -> str | None:
     """The class an annotation names: ``torch.Tensor``, ``Optional[Tensor]``, ``Tensor | None``,
     ``"torch.Tensor"``. An optional value is still that class wherever its members are used."""
-    spelled = unquoted(annotation)
-    if spelled is None:
+    spelled = not_optional(annotation)
+    if spelled is None or isinstance(spelled, ast.Subscript | ast.BinOp):
         return None
-    annotation = spelled
-    if isinstance(annotation, ast.Subscript):
-        return qualify_annotation(annotation.slice, imports) if generic_name(annotation) == "Optional" else None
-    if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
-        sides = [annotation.left, annotation.right]
+    return qualify(spelled, imports)
+
+
+def not_optional(annotation: ast.expr) -> ast.expr | None:
+    """The annotation without its quotes and without ``Optional[...]`` / ``... | None`` around it (where its
+    members are used, the value was not None); None for a string that does not parse or a union of several."""
+    spelled = unquoted(annotation)
+    if isinstance(spelled, ast.Subscript) and generic_name(spelled) == "Optional":
+        return not_optional(spelled.slice)
+    if isinstance(spelled, ast.BinOp) and isinstance(spelled.op, ast.BitOr):
+        sides = [spelled.left, spelled.right]
         real = [side for side in sides if not (isinstance(side, ast.Constant) and side.value is None)]
-        return qualify_annotation(real[0], imports) if len(real) == 1 else None
-    return qualify(annotation, imports)
+        return not_optional(real[0]) if len(real) == 1 else None
+    return spelled
 
 
 def keeps_result(decorator: ast.expr, imports: dict[str, str]) -> bool:
