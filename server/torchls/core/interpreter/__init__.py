@@ -9,6 +9,7 @@ Every expression node is evaluated exactly once; after a node is evaluated, the 
 are called, so a rule reads the values of the node's parts from :class:`~torchls.core.rules.base.Context`.
 """
 
-from torchls.core.interpreter.driver import ClassInfo, Interpreter
+from torchls.core.interpreter.class_info import ClassInfo
+from torchls.core.interpreter.driver import Interpreter
 
 __all__ = ["ClassInfo", "Interpreter"]
