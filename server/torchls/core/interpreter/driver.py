@@ -12,14 +12,13 @@ are called, so a rule reads the values of the node's parts from :class:`~torchls
 from __future__ import annotations
 
 import ast
-import logging
 import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from torchls.core import facts, layers, modes, shapes, symbols
-from torchls.core.annotation_values import annotation_value
 from torchls.core.facts import DTYPE_METHODS
+from torchls.core.interpreter.base import _MAX_DEPTH, _UNROLL_ITEMS, Env, InterpreterBase, log
 from torchls.core.interpreter.class_info import ClassInfo
 from torchls.core.interpreter.known_values import (
     _LAYER_CONTAINERS,
@@ -76,19 +75,10 @@ from torchls.core.values import (
     parse_device,
 )
 
-log = logging.getLogger(__name__)
 
-Env = dict[str, Value]
-
-
-class Interpreter:
+class Interpreter(InterpreterBase):
     def __init__(self, ctx: Context, dispatch: dict[type[ast.AST], list[Rule]]) -> None:
-        self.ctx = ctx
-        self.dispatch = dispatch
-        self.module_env: Env = {}
-        self.stable_globals: set[str] = set()
-        self.classes: dict[str, ClassInfo] = {}
-        self.default_device_changed = False
+        super().__init__(ctx, dispatch)
         self._expr_table: dict[type[ast.AST], Callable[[Any, Env], Value]] = {
             ast.Name: self._name,
             ast.Constant: self._constant,
@@ -124,30 +114,6 @@ class Interpreter:
             ast.AsyncFunctionDef: self._function,
             ast.ClassDef: self._class,
         }
-        self._returns: list[Value] | None = None
-        # `self.x` reads of attributes assigned more than once, and the one being read: see _settle_unstable_reads.
-        self._unstable_reads: list[tuple[ast.AST | None, ClassInfo, str]] = []
-        self._reading: ast.AST | None = None
-        # Calls of the file's own functions and methods: see :meth:`_call_function`.
-        self.functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
-        self._defaults: dict[ast.AST, dict[str, Value]] = {}
-        self._generic_returns: dict[ast.AST, Value] = {}
-        self._specialised: dict[tuple, Value] = {}
-        self._active: list[ast.AST] = []  # the functions being evaluated for a call, innermost last
-        self._budget = _SPECIALISATION_BUDGET
-        self._attribute_sink: dict[str, Value] | None = None  # where `self.x = ...` in __init__ goes
-        self._depth = 0  # how many specialised evaluations are running, one inside the other
-        # Named sizes (``b, t, d = x.shape``): the names the code gives a shape's dims where it reads them.
-        self._dim_names: dict[ast.AST, dict[int, str]] = {}
-        self._first_iterations = 0  # loops whose first iteration is being evaluated, one inside the other
-        self._carrying_loops: dict[ast.AST, bool] = {}  # loops whose body reads a value an earlier iteration set
-        self._unpacked_shapes: set[ast.AST] = set()  # ``b, t, d = x.shape``: the reads that also give the rank
-        # A loader's batch size whose last batch is shorter: (batch_size, len(dataset)).
-        self._partial_batches: dict[symbols.Sym, tuple[int, int]] = {}
-        self._unroll_budget = _UNROLL_BUDGET
-        self._mode_effects: dict[ast.AST, dict[str, bool | None]] = {}
-        # When set, what specialised evaluations found for each node, merged over every call (see core/values_at)
-        self.call_values: dict[ast.AST, Value] | None = None
 
     @staticmethod
     def _discard(_value: Value) -> None:
@@ -184,44 +150,6 @@ class Interpreter:
             shared = klass.attribute_class(name)
             if shared is not None:
                 values[node] = shared
-
-    def _visit_rules(self, node: ast.AST) -> None:
-        rules = self.dispatch.get(type(node))
-        if not rules:
-            return
-        for rule in rules:
-            self.ctx._current = rule
-            try:
-                rule.visit(node, self.ctx)
-            except Exception:  # a rule bug must not cost the other rules or the editor
-                log.exception("rule %s failed at line %s", rule.code, getattr(node, "lineno", "?"))
-        self.ctx._current = None
-
-    def block(self, statements: Sequence[ast.stmt], env: Env) -> None:
-        for statement in statements:
-            self.stmt(statement, env)
-
-    def stmt(self, node: ast.stmt, env: Env) -> None:
-        handler = self._stmt_table.get(type(node))
-        if handler is not None:
-            handler(node, env)
-        else:
-            for child in ast.iter_child_nodes(node):
-                if isinstance(child, ast.expr):
-                    self.expr(child, env)
-                elif isinstance(child, ast.stmt):
-                    self.stmt(child, env)
-        self._visit_rules(node)
-
-    def expr(self, node: ast.expr, env: Env) -> Value:
-        kind = type(node)
-        handler = self._expr_table.get(kind)
-        value = handler(node, env) if handler is not None else self._generic(node, env)
-        if value is not None:
-            self.ctx.values[node] = value
-        if kind in self.dispatch:  # inline test: this runs for every expression in the file
-            self._visit_rules(node)
-        return value
 
     def _generic(self, node: ast.AST, env: Env) -> Value:
         if isinstance(node, ast.ListComp | ast.GeneratorExp | ast.DictComp) and len(node.generators) == 1:
@@ -738,22 +666,6 @@ class Interpreter:
             klass.unstable.add(target.attr)  # set from outside: no longer what __init__ made, for any instance
             klass.assigned.setdefault(target.attr, []).append(value)
 
-    def _load(self, name: str, env: Env) -> Value:
-        if name in env:
-            return env[name]
-        if env is not self.module_env and name in self.stable_globals:
-            return self.module_env.get(name)
-        return None
-
-    def _annotation(self, annotation: ast.expr | None) -> Value:
-        if annotation is None:
-            return None
-        return annotation_value(annotation, self.ctx.qualify, self._torch_base_of)
-
-    def _torch_base_of(self, class_name: str) -> str | None:
-        info = self.classes.get(class_name)
-        return info.torch_base if info is not None else None
-
     # ------------------------------------------------------------------------------------------ expressions
 
     def _name(self, node: ast.Name, env: Env) -> Value:
@@ -1052,19 +964,7 @@ class Interpreter:
             is_leaf=False,
         )
 
-    def _problem(self, node: ast.AST, kind: str, problem: str | None) -> None:
-        if problem:
-            self.ctx.file_facts.setdefault("problems", {})[node] = (kind, problem)
-
     # ------------------------------------------------------------------------------------------ the file's own code
-
-    def _user_class_of(self, value: Value) -> ClassInfo | None:
-        """The file's class that ``value`` is an instance of (a model, a dataset, any class of the file)."""
-        if isinstance(value, ModuleValue | OfClass) and value.user_class is not None:
-            return self.classes.get(value.user_class)
-        if isinstance(value, InstanceValue) and isinstance(value.arg("class"), str):
-            return self.classes.get(value.arg("class"))
-        return None
 
     @staticmethod
     def _instance_arguments(value: Value) -> tuple[tuple[str, Value], ...]:
@@ -1511,14 +1411,6 @@ class Interpreter:
         if isinstance(factory, ast.Name) and factory.id == "dict" and self._is_global(factory.id, env):
             return DictValue(())
         return None
-
-    def _is_global(self, name: str, env: Env) -> bool:
-        """``name`` means the module-level binding here: not shadowed by a local of the same name."""
-        if name not in env:
-            return True
-        # At module level (in any branch), a name bound once there is that binding; a class body's own names and
-        # a function's locals shadow it.
-        return self.ctx.function is None and self.ctx.klass is None and name in self.stable_globals
 
     def _construct(self, klass: ClassInfo, info: CallInfo) -> Value:
         """An instance of the file's class, carrying the constructor arguments the call gives (those known)."""
@@ -2467,10 +2359,6 @@ _FUNCTIONAL_POOLS = {
     )
 }
 _POOLS = frozenset({"MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool2d", "AdaptiveMaxPool2d"})
-_UNROLL_ITEMS = 8  # loops over at most this many known items run item by item
-_UNROLL_BUDGET = 2000  # iterations run that way, per file
-_MAX_DEPTH = 6  # calls of the file's own functions followed one inside the other
-_SPECIALISATION_BUDGET = 400  # evaluations of a body for one call's arguments, per file
 
 
 class _Overlay(dict):

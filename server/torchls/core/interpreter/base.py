@@ -1,0 +1,148 @@
+"""The state every part of the interpreter shares, and the one evaluation step they all call.
+
+:class:`InterpreterBase` holds what a walk over one file keeps (the env of the module, the file's classes and
+functions, the budgets that bound unrolling and specialisation) and evaluates one expression or statement by
+dispatching on its node type, then calling the rules registered for that type. The jobs (statements,
+expressions, calls, ...) are mixins over this base, composed into :class:`~torchls.core.interpreter.Interpreter`.
+"""
+
+from __future__ import annotations
+
+import ast
+import logging
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from torchls.core import symbols
+from torchls.core.annotation_values import annotation_value
+from torchls.core.interpreter.class_info import ClassInfo
+from torchls.core.rules.base import Context, Rule
+from torchls.core.values import InstanceValue, ModuleValue, OfClass, Value
+
+_UNROLL_ITEMS = 8  # loops over at most this many known items run item by item
+_UNROLL_BUDGET = 2000  # iterations run that way, per file
+_MAX_DEPTH = 6  # calls of the file's own functions followed one inside the other
+_SPECIALISATION_BUDGET = 400  # evaluations of a body for one call's arguments, per file
+
+
+log = logging.getLogger(__package__)  # the package's one logger, named as before
+
+Env = dict[str, Value]
+
+
+class InterpreterBase:
+    """Shared state, evaluation of one node (with rule dispatch), and lookups every job needs."""
+
+    _expr_table: dict[type[ast.AST], Callable[[Any, Env], Value]]  # node type -> handler (driver.py)
+    _stmt_table: dict[type[ast.AST], Callable[[Any, Env], None]]
+
+    def __init__(self, ctx: Context, dispatch: dict[type[ast.AST], list[Rule]]) -> None:
+        self.ctx = ctx
+        self.dispatch = dispatch
+        self.module_env: Env = {}
+        self.stable_globals: set[str] = set()
+        self.classes: dict[str, ClassInfo] = {}
+        self.default_device_changed = False
+        self._returns: list[Value] | None = None
+        # `self.x` reads of attributes assigned more than once, and the one being read: see _settle_unstable_reads.
+        self._unstable_reads: list[tuple[ast.AST | None, ClassInfo, str]] = []
+        self._reading: ast.AST | None = None
+        # Calls of the file's own functions and methods: see :meth:`_call_function`.
+        self.functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
+        self._defaults: dict[ast.AST, dict[str, Value]] = {}
+        self._generic_returns: dict[ast.AST, Value] = {}
+        self._specialised: dict[tuple, Value] = {}
+        self._active: list[ast.AST] = []  # the functions being evaluated for a call, innermost last
+        self._budget = _SPECIALISATION_BUDGET
+        self._attribute_sink: dict[str, Value] | None = None  # where `self.x = ...` in __init__ goes
+        self._depth = 0  # how many specialised evaluations are running, one inside the other
+        # Named sizes (``b, t, d = x.shape``): the names the code gives a shape's dims where it reads them.
+        self._dim_names: dict[ast.AST, dict[int, str]] = {}
+        self._first_iterations = 0  # loops whose first iteration is being evaluated, one inside the other
+        self._carrying_loops: dict[ast.AST, bool] = {}  # loops whose body reads a value an earlier iteration set
+        self._unpacked_shapes: set[ast.AST] = set()  # ``b, t, d = x.shape``: the reads that also give the rank
+        # A loader's batch size whose last batch is shorter: (batch_size, len(dataset)).
+        self._partial_batches: dict[symbols.Sym, tuple[int, int]] = {}
+        self._unroll_budget = _UNROLL_BUDGET
+        self._mode_effects: dict[ast.AST, dict[str, bool | None]] = {}
+        # When set, what specialised evaluations found for each node, merged over every call (see core/values_at)
+        self.call_values: dict[ast.AST, Value] | None = None
+
+    def _visit_rules(self, node: ast.AST) -> None:
+        rules = self.dispatch.get(type(node))
+        if not rules:
+            return
+        for rule in rules:
+            self.ctx._current = rule
+            try:
+                rule.visit(node, self.ctx)
+            except Exception:  # a rule bug must not cost the other rules or the editor
+                log.exception("rule %s failed at line %s", rule.code, getattr(node, "lineno", "?"))
+        self.ctx._current = None
+
+    def block(self, statements: Sequence[ast.stmt], env: Env) -> None:
+        for statement in statements:
+            self.stmt(statement, env)
+
+    def stmt(self, node: ast.stmt, env: Env) -> None:
+        handler = self._stmt_table.get(type(node))
+        if handler is not None:
+            handler(node, env)
+        else:
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, ast.expr):
+                    self.expr(child, env)
+                elif isinstance(child, ast.stmt):
+                    self.stmt(child, env)
+        self._visit_rules(node)
+
+    def expr(self, node: ast.expr, env: Env) -> Value:
+        kind = type(node)
+        handler = self._expr_table.get(kind)
+        value = handler(node, env) if handler is not None else self._generic(node, env)
+        if value is not None:
+            self.ctx.values[node] = value
+        if kind in self.dispatch:  # inline test: this runs for every expression in the file
+            self._visit_rules(node)
+        return value
+
+    def _load(self, name: str, env: Env) -> Value:
+        if name in env:
+            return env[name]
+        if env is not self.module_env and name in self.stable_globals:
+            return self.module_env.get(name)
+        return None
+
+    def _is_global(self, name: str, env: Env) -> bool:
+        """``name`` means the module-level binding here: not shadowed by a local of the same name."""
+        if name not in env:
+            return True
+        # At module level (in any branch), a name bound once there is that binding; a class body's own names and
+        # a function's locals shadow it.
+        return self.ctx.function is None and self.ctx.klass is None and name in self.stable_globals
+
+    def _annotation(self, annotation: ast.expr | None) -> Value:
+        if annotation is None:
+            return None
+        return annotation_value(annotation, self.ctx.qualify, self._torch_base_of)
+
+    def _torch_base_of(self, class_name: str) -> str | None:
+        info = self.classes.get(class_name)
+        return info.torch_base if info is not None else None
+
+    def _problem(self, node: ast.AST, kind: str, problem: str | None) -> None:
+        if problem:
+            self.ctx.file_facts.setdefault("problems", {})[node] = (kind, problem)
+
+    def _user_class_of(self, value: Value) -> ClassInfo | None:
+        """The file's class that ``value`` is an instance of (a model, a dataset, any class of the file)."""
+        if isinstance(value, ModuleValue | OfClass) and value.user_class is not None:
+            return self.classes.get(value.user_class)
+        if isinstance(value, InstanceValue) and isinstance(value.arg("class"), str):
+            return self.classes.get(value.arg("class"))
+        return None
+
+    if TYPE_CHECKING:
+        # What one job calls on another: each is defined in the mixin of the module named above it.
+        # driver.py
+        def _generic(self, node: ast.AST, env: Env) -> Value: ...
