@@ -19,6 +19,7 @@ from typing import Any
 from torchls.core import facts, layers, modes, shapes, symbols
 from torchls.core.facts import DTYPE_METHODS
 from torchls.core.interpreter.base import _MAX_DEPTH, _UNROLL_ITEMS, Env, InterpreterBase, log
+from torchls.core.interpreter.calls import CallsMixin
 from torchls.core.interpreter.class_info import ClassInfo
 from torchls.core.interpreter.expressions import ExpressionsMixin
 from torchls.core.interpreter.known_values import _dims, _int, _known_items, _literal, _size_dims
@@ -31,12 +32,9 @@ from torchls.core.interpreter.torch_tables import (
     LAYER_PARAMETERS,
     LOSS_FUNCTIONS,
     PROVENANCE_FUNCTIONS,
-    PROVENANCE_METHODS,
     REDUCTIONS,
     SAME_SHAPE_FUNCTIONS,
     SAME_SHAPE_METHODS,
-    SHAPE_METHODS,
-    TENSOR_ONLY_CONVERSIONS,
     TRACKED_CLASSES,
 )
 from torchls.core.rules.base import CallInfo, Context, Rule
@@ -69,7 +67,7 @@ from torchls.core.values import (
 )
 
 
-class Interpreter(StatementsMixin, ExpressionsMixin, NamedSizesMixin, InterpreterBase):
+class Interpreter(StatementsMixin, ExpressionsMixin, NamedSizesMixin, CallsMixin, InterpreterBase):
     def __init__(self, ctx: Context, dispatch: dict[type[ast.AST], list[Rule]]) -> None:
         super().__init__(ctx, dispatch)
         self._expr_table: dict[type[ast.AST], Callable[[Any, Env], Value]] = {
@@ -465,189 +463,6 @@ class Interpreter(StatementsMixin, ExpressionsMixin, NamedSizesMixin, Interprete
             self.ctx.values, self.ctx.calls, self.ctx.call_site, self._attribute_sink = saved
 
     # ------------------------------------------------------------------------------------------ calls
-
-    def _call(self, node: ast.Call, env: Env) -> Value:
-        info = CallInfo(node)
-        func = node.func
-        info.qualname = self.ctx.qualify(func)
-        if info.qualname is None:
-            if isinstance(func, ast.Attribute):
-                callee = self.expr(func, env)  # evaluates the receiver too
-                if isinstance(callee, ModuleValue):
-                    info.module = callee  # self.fc(x): calling a layer held in an attribute
-                else:
-                    info.receiver = self.ctx.values.get(func.value)
-                    info.method = func.attr
-                    if func.attr == "size" and isinstance(info.receiver, TensorValue):
-                        info.receiver = self._named_tensor(func.value, node, info.receiver, env)
-            else:
-                callee = self.expr(func, env)
-                if isinstance(callee, ModuleValue):
-                    info.module = callee
-        for arg in node.args:
-            if isinstance(arg, ast.Starred):
-                spliced = self.expr(arg.value, env)
-                if isinstance(spliced, TupleValue) and not info.starred:
-                    info.args.extend(spliced.items)  # f(*layers) with a known sequence: its parts, in order
-                    info.spliced = True
-                else:
-                    info.starred = True
-                    info.args.append(None)
-            else:
-                info.args.append(self.expr(arg, env))
-        for keyword in node.keywords:
-            value = self.expr(keyword.value, env)
-            if keyword.arg is not None:
-                info.kwargs[keyword.arg] = value
-            elif isinstance(value, DictValue) and all(isinstance(k, str) for k, _ in value.items):
-                info.kwargs.update(value.items)  # f(**BACKBONE_DEFAULTS): a dict the code spells out
-            else:
-                info.unknown_keywords = True
-        self.ctx.calls[node] = info
-        try:
-            return self._call_result(info, env)
-        except Exception:  # a modelling gap must never stop the walk
-            log.debug("could not evaluate call at line %s", node.lineno, exc_info=True)
-            return None
-
-    def _call_result(self, info: CallInfo, env: Env) -> Value:
-        node = info.node
-        if info.starred and (info.method in SHAPE_METHODS or info.qualname in CREATION_FUNCTIONS):
-            return None  # x.view(*shape): the number of dims is not known
-        if info.qualname is not None:
-            result = self._torch_call(info.qualname, info, env)
-            return result if result is not None else _torch_result(info.qualname)
-        if info.method == "register_buffer" and self._registers_buffer(info):
-            return None
-        if info.method is not None:
-            receiver = info.receiver
-            if (
-                receiver is None
-                and info.method in PROVENANCE_METHODS
-                and isinstance(node.func, ast.Attribute)
-                and self.ctx.qualify(node.func.value) is None
-            ):
-                receiver = TensorValue()  # only tensors have .softmax()/.sigmoid() in torch code
-            if (
-                receiver is None
-                and info.method in TENSOR_ONLY_CONVERSIONS
-                and isinstance(node.func, ast.Attribute)
-                and self.ctx.qualify(node.func.value) is None
-            ):
-                return TensorValue(dtype=DTYPE_METHODS[info.method])  # y.long(): whatever y was, now an int64 tensor
-            if isinstance(receiver, TensorValue):
-                result = self._tensor_method(receiver, info.method, info)
-                if result is None:
-                    result = _tensor_method_result(receiver, info.method)
-                if info.method.endswith("_") and isinstance(node.func, ast.Attribute):
-                    target = node.func.value
-                    if isinstance(target, ast.Name):
-                        # In place: the name now holds what the method made of it (unknown if not modelled).
-                        env[target.id] = result if isinstance(result, TensorValue) else None
-                return result
-            if isinstance(receiver, ModuleValue):
-                return self._module_method(receiver, info, env)
-            if isinstance(receiver, OfClass):
-                return self._class_method(receiver, info, env)
-            if isinstance(receiver, InstanceValue) and receiver.qualname == "argparse":
-                return self._parser_method(receiver, info, env)
-            if isinstance(receiver, InstanceValue):
-                return self._user_method(receiver, info, env)
-            if isinstance(receiver, TupleValue) and info.method in ("append", "extend"):
-                self._grow_list(receiver, info, env)
-            if isinstance(receiver, DictValue) and not info.args:
-                if info.method == "items":
-                    return TupleValue(tuple(TupleValue((Literal(k), v)) for k, v in receiver.items))
-                if info.method in ("keys", "values"):
-                    index = 0 if info.method == "keys" else 1
-                    return TupleValue(tuple((Literal(k), v)[index] for k, v in receiver.items))
-            return None
-        if info.module is not None:
-            return self._apply_module(info.module, info)
-        if isinstance(node.func, ast.Name) and node.func.id == "enumerate" and "enumerate" not in env and info.args:
-            return InstanceValue("builtins.enumerate", (("of", info.args[0]),), Origin(node.args[0], "enumerate"))
-        if isinstance(node.func, ast.Name) and self._is_global(node.func.id, env):
-            name = node.func.id
-            if name in self.classes:
-                return self._construct(self.classes[name], info)
-            if name in self.functions:
-                returned = self._call_function(self.functions[name], None, info)
-                self._after_call(self.functions[name], info, env, skip_first=False)
-                return returned
-            if name in _BUILTINS and name not in self.module_env:
-                return _BUILTINS[name](info.args)
-            if name == "dict" and name not in self.module_env and not info.unknown_keywords:
-                if not info.args:
-                    return DictValue(tuple(info.kwargs.items()))
-                if len(info.args) == 1 and isinstance(info.args[0], DictValue):
-                    return DictValue(info.args[0].items + tuple(info.kwargs.items()))
-            if name == "reversed" and name not in self.module_env and len(info.args) == 1:
-                items = _known_items(info.args[0])
-                return TupleValue(tuple(reversed(items))) if items is not None else None
-            if name in ("list", "tuple") and name not in self.module_env and len(info.args) == 1:
-                items = _known_items(info.args[0])
-                return TupleValue(items) if items is not None else None
-            if name in ("iter", "next") and name not in self.module_env and len(info.args) == 1:
-                # next(iter(loader)): one item of what iterating gives (iter() alone changes nothing we track)
-                only = info.args[0]
-                return only if name == "iter" else self._iteration(only, node.args[0])
-        if _is_super_init(node.func) and self.ctx.klass is not None and self._attribute_sink is not None:
-            # super().__init__(...) while an instance is built: the base's __init__ assigns into the same instance
-            base = next((k for k in self.ctx.klass.chain()[1:] if "__init__" in k.methods), None)
-            if base is not None:
-                return self._call_function(base.methods["__init__"], base, info, env.get("self"))
-        return None
-
-    def _parser_method(self, parser: InstanceValue, info: CallInfo, env: Env) -> Value:
-        """An ``argparse`` parser: ``add_argument`` records each option's default, ``parse_args`` gives the
-        namespace a run without options gets (the sizes the script is written for)."""
-        defaults = parser.arg("defaults")
-        if not isinstance(defaults, DictValue):
-            return None
-        if info.method in ("parse_args", "parse_known_args"):
-            namespace = InstanceValue("namespace", (("fields", defaults),), Origin(info.node, "命令行参数的默认值"))
-            return namespace if info.method == "parse_args" else TupleValue((namespace, None))
-        func = info.node.func
-        if info.method != "add_argument" or not isinstance(func, ast.Attribute) or not isinstance(func.value, ast.Name):
-            return None
-        flags = [_literal(a) for a in info.args]
-        long = next((f for f in flags if isinstance(f, str) and f.startswith("--")), None)
-        short = next((f for f in flags if isinstance(f, str)), None)
-        dest = _literal(info.kwargs.get("dest")) or (long or short or "").lstrip("-").replace("-", "_")
-        if not isinstance(dest, str) or not dest:
-            return None
-        action = _literal(info.kwargs.get("action"))
-        default: Value = info.kwargs.get("default", Literal(None))
-        if action in ("store_true", "store_false") and "default" not in info.kwargs:
-            default = Literal(action == "store_false")
-        kind = info.arg_node(99, "type")
-        if isinstance(kind, ast.Name) and kind.id in ("int", "float") and isinstance(default, Literal):
-            if isinstance(default.value, str):  # argparse converts a string default with `type`
-                try:
-                    default = Literal((int if kind.id == "int" else float)(default.value))
-                except ValueError:
-                    default = None
-        elif kind is not None and not isinstance(kind, ast.Name):
-            default = None  # a converter we do not run
-        env[func.value.id] = InstanceValue(
-            "argparse", (("defaults", defaults.with_item(dest, default)),), parser.origin
-        )
-        return None
-
-    def _grow_list(self, items: TupleValue, info: CallInfo, env: Env) -> None:
-        """``layers.append(block)``: the name now holds one more known item (unknown when the argument is)."""
-        func = info.node.func
-        if not isinstance(func, ast.Attribute) or len(info.args) != 1:
-            return
-        added = info.args[0]
-        if info.method == "append":
-            grown: Value = TupleValue((*items.items, added))
-        else:
-            grown = TupleValue(items.items + added.items) if isinstance(added, TupleValue) else None
-        if isinstance(func.value, ast.Name):
-            env[func.value.id] = grown
-        elif (sink := self._init_attribute_sink(func.value)) is not None:
-            sink[func.value.attr] = grown  # type: ignore[attr-defined]  # self.samples.append(...) in __init__
 
     def _init_attribute_sink(self, target: ast.expr | None = None) -> dict[str, Value] | None:
         """Where ``self.<name> = ...`` stores the instance's attributes, while an ``__init__`` is evaluated (and
@@ -1637,10 +1452,6 @@ class _Overlay(dict):
         return self.below.get(key, default)
 
 
-# max(x) is one tensor, max(x, 1) a (values, indices) pair: neither a tensor nor a sequence for certain.
-_ONE_OR_PAIR = frozenset({"max", "min", "median", "nanmedian"})
-
-
 def _is_static(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     return any(isinstance(d, ast.Name) and d.id in ("staticmethod", "classmethod") for d in function.decorator_list)
 
@@ -1659,24 +1470,6 @@ def _buffers_registered(function: ast.AST) -> set[str]:
         and isinstance(node.args[0], ast.Constant)
         and isinstance(node.args[0].value, str)
     }
-
-
-def _torch_result(qualname: str) -> Value:
-    """What a torch function the interpreter does not model returns, from the facts tables: a tensor, tensors."""
-    if facts.call_result(qualname) == facts.TENSOR:
-        return TensorValue()
-    if facts.call_yields_tensors(qualname) and qualname.rsplit(".", 1)[-1] not in _ONE_OR_PAIR:
-        return SequenceOf(TensorValue())
-    return None
-
-
-def _tensor_method_result(tensor: TensorValue, method: str) -> Value:
-    """What a tensor method the interpreter does not model returns: a tensor on the same device, tensors."""
-    if method in facts.TENSOR_RETURNING_METHODS and method not in ("to", "cuda", "cpu", "type", "type_as"):
-        return TensorValue(device=tensor.device)  # (type_as may move it: x.type_as(cuda_tensor))
-    if method in facts.TENSOR_SEQUENCE_METHODS and method not in _ONE_OR_PAIR:
-        return SequenceOf(TensorValue(device=tensor.device))
-    return None
 
 
 def _element_value(qualname: str | None, node: ast.AST) -> Value:
@@ -1734,89 +1527,6 @@ def _joined_unknown_count(short: str, item: TensorValue, info: CallInfo) -> Valu
 
 _MATH_FLOATS = frozenset("sqrt log log2 log10 exp pow cos sin tan atan".split())
 _NAMESPACES = frozenset({"types.SimpleNamespace", "argparse.Namespace"})
-
-
-def _is_super_init(func: ast.expr) -> bool:
-    return (
-        isinstance(func, ast.Attribute)
-        and func.attr == "__init__"
-        and isinstance(func.value, ast.Call)
-        and isinstance(func.value.func, ast.Name)
-        and func.value.func.id == "super"
-    )
-
-
-def _length(args: list[Value]) -> Value:
-    if len(args) != 1:
-        return None
-    only = args[0]
-    if isinstance(only, TupleValue):
-        return Literal(len(only.items))
-    if isinstance(only, TensorValue) and only.shape and isinstance(only.shape[0], int):
-        return Literal(only.shape[0])
-    if isinstance(only, Literal) and isinstance(only.value, str):
-        return Literal(len(only.value))
-    if isinstance(only, DictValue):
-        return Literal(len(only.items))
-    return None
-
-
-def _number(kind: type) -> Callable[[list[Value]], Value]:
-    def convert(args: list[Value]) -> Value:
-        if len(args) == 1 and isinstance(args[0], Literal) and isinstance(args[0].value, int | float):
-            try:
-                return Literal(kind(args[0].value))
-            except (OverflowError, ValueError):
-                return None
-        if len(args) <= 1:
-            return Number("int" if kind is int else "float")  # float(v) of anything is a Python float
-        return None
-
-    return convert
-
-
-def _extreme(pick: Callable[..., Any]) -> Callable[[list[Value]], Value]:
-    def choose(args: list[Value]) -> Value:
-        items = args[0].items if len(args) == 1 and isinstance(args[0], TupleValue) else args
-        numbers = [_literal(v) for v in items]
-        if len(numbers) >= 1 and all(isinstance(n, int | float) and not isinstance(n, bool) for n in numbers):
-            return Literal(pick(numbers))
-        return None
-
-    return choose
-
-
-def _range(args: list[Value]) -> Value:
-    """A short range, item by item; any other range still yields ints (``tgt[:, t]`` drops a dim)."""
-    numbers = [_int(v) for v in args]
-    if not 1 <= len(args) <= 3:
-        return None
-    if any(n is None for n in numbers):
-        return SequenceOf(Number("int"))
-    span = range(*numbers)  # type: ignore[arg-type]
-    return TupleValue(tuple(Literal(i) for i in span)) if len(span) <= _UNROLL_ITEMS else SequenceOf(Number("int"))
-
-
-def _zip(args: list[Value]) -> Value:
-    """Known sequences zipped item by item; otherwise a zip whose items iterating works out (loaders too)."""
-    sequences = [_known_items(v) for v in args]
-    if not sequences:
-        return None
-    if any(s is None for s in sequences):
-        return InstanceValue("builtins.zip", (("of", TupleValue(tuple(args))),))
-    return TupleValue(tuple(TupleValue(parts) for parts in zip(*sequences, strict=False)))  # type: ignore[misc]
-
-
-# Builtins whose result follows from literal arguments: sizes computed as `len(CLASSES)`, `int(d * 1.5)`.
-_BUILTINS: dict[str, Callable[[list[Value]], Value]] = {
-    "len": _length,
-    "int": _number(int),
-    "float": _number(float),
-    "max": _extreme(max),
-    "min": _extreme(min),
-    "range": _range,
-    "zip": _zip,
-}
 
 
 def _collated(sample: Value, batch: Any, on_cpu: Origin | None) -> Value:
