@@ -1,0 +1,394 @@
+"""Tensor methods: ``x.view``, ``x.permute``, ``x.sum``, ``x.to``, ``x.chunk``, ... on an abstract tensor.
+
+Each gives the resulting tensor's shape, dtype, device, strides and provenance where they follow, and records
+the problems it finds (dims out of range, element counts that do not match, views of non-contiguous memory).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Sequence
+from typing import Any
+
+from torchls.core import layers, shapes, symbols
+from torchls.core.facts import DTYPE_METHODS
+from torchls.core.interpreter.base import InterpreterBase
+from torchls.core.interpreter.known_values import _dims, _int, _literal, _size_dims
+from torchls.core.interpreter.torch_functions import _differenced
+from torchls.core.interpreter.torch_tables import ARG_REDUCTIONS, FLOATING_ELEMENTWISE, REDUCTIONS, SAME_SHAPE_METHODS
+from torchls.core.rules.base import CallInfo
+from torchls.core.values import (
+    CPU,
+    CUDA,
+    INTEGER_DTYPES,
+    LOG_SOFTMAX,
+    LOGITS,
+    SIGMOID,
+    SOFTMAX,
+    DeviceValue,
+    Literal,
+    Number,
+    Origin,
+    TensorValue,
+    TupleValue,
+    Value,
+    normalize_dtype,
+    parse_device,
+)
+
+_COMPARISON_METHODS = frozenset(
+    "eq ne lt le gt ge greater less greater_equal less_equal not_equal isnan isinf isfinite logical_not".split()
+)
+
+
+class TensorMethodsMixin(InterpreterBase):
+    """Evaluates methods called on a tensor (and the tensor results torch functions share with them)."""
+
+    def _tensor_method(self, tensor: TensorValue, method: str, info: CallInfo, offset: int = 0) -> Value:
+        node = info.node
+        args = info.args
+        if method in ("view", "reshape"):
+            named = _size_dims(args) if args else None
+            if named is None and "shape" in info.kwargs:
+                named = _size_dims([info.kwargs["shape"]])
+            requested = [d if isinstance(d, int) else None for d in named] if named is not None else None
+            if requested is None:
+                return TensorValue(
+                    dtype=tensor.dtype, device=tensor.device, is_leaf=False, requires_grad=tensor.requires_grad
+                )
+            shape, problem = shapes.infer_view_shape(tensor.shape, requested)
+            self._problem(node, "count", problem)
+            strides = None
+            contiguous: bool | None = None
+            if shapes.known(shape) and tensor.strides is not None and tensor.shape is not None:
+                strides = shapes.view_strides(tensor.shape, tensor.strides, shape)  # type: ignore[arg-type]
+                if strides is None and method == "view" and not problem:
+                    self._problem(node, "view_stride", "这个张量在内存中不连续，无法按新形状 `view`")
+                if strides is None and method == "reshape":
+                    strides = shapes.contiguous_strides(shape)  # type: ignore[arg-type]
+                if strides is not None:
+                    contiguous = shapes.is_contiguous(shape, strides)  # type: ignore[arg-type]
+            provenance = tensor.provenance if tensor.provenance in (SOFTMAX, LOG_SOFTMAX, SIGMOID, LOGITS) else None
+            changes: dict[str, Any] = {}
+            if not problem:
+                problem = self._last_batch_problem(tensor, named, method)
+                self._problem(node, "count", problem)
+            if not problem and not shapes.known(shape) and (tensor.symbolic is not None or requested != named):
+                shape, problem, changes = self._view_named(tensor, named, method, node)  # type: ignore[arg-type]
+                contiguous = changes.pop("contiguous", None)
+            return tensor.with_(
+                shape=shape,
+                tail=None,
+                strides=strides,
+                contiguous=contiguous,
+                provenance=provenance,
+                is_leaf=False,
+                **changes,
+            )
+        if method in ("permute",):
+            dims = _dims(args) if args else None
+            if dims is None or any(d is None for d in dims):
+                return TensorValue(dtype=tensor.dtype, device=tensor.device, is_leaf=False)
+            shape, problem = shapes.permute(tensor.shape, dims)  # type: ignore[arg-type]
+            self._problem(node, "dim", problem)
+            if problem:
+                return None
+            return self._permuted(tensor, dims, node)  # type: ignore[arg-type]
+        if method in ("transpose", "swapaxes", "swapdims"):
+            a, b = _int(info.arg(0, "dim0")), _int(info.arg(1, "dim1"))
+            if a is None or b is None or tensor.shape is None:
+                return TensorValue(dtype=tensor.dtype, device=tensor.device, contiguous=None, is_leaf=False)
+            shape, problem = shapes.transpose(tensor.shape, a, b)
+            self._problem(node, "dim", problem)
+            if problem or not tensor.shape:
+                return None
+            dims = list(range(len(tensor.shape)))
+            i, j = a % len(dims), b % len(dims)
+            dims[i], dims[j] = dims[j], dims[i]
+            return self._permuted(tensor, dims, node)
+        if method == "t":
+            if tensor.shape is None or len(tensor.shape) > 2:
+                return None
+            return self._permuted(tensor, list(range(len(tensor.shape)))[::-1], node)
+        if method == "contiguous":
+            fresh = {"strides": None, "sym_strides": None, **layers.fresh_strides(tensor.dims)}
+            return tensor.with_(contiguous=True, is_leaf=False, **fresh)
+        if method in ("squeeze", "unsqueeze"):
+            dim_value = info.arg(0, "dim")
+            dim = _int(dim_value)
+            if method == "squeeze" and dim_value is None and not args and "dim" not in info.kwargs:
+                shape, problem = shapes.squeeze(tensor.shape, None)
+            elif dim is None:
+                return TensorValue(dtype=tensor.dtype, device=tensor.device, is_leaf=False)
+            else:
+                op = shapes.squeeze if method == "squeeze" else shapes.unsqueeze
+                shape, problem = op(tensor.shape, dim)
+                self._problem(node, "dim", problem)
+            return self._reshaped(tensor, shape)
+        if method == "flatten":
+            start = _int(info.arg(0, "start_dim")) if (args or "start_dim" in info.kwargs) else 0
+            end = _int(info.arg(1, "end_dim")) if (len(args) > 1 or "end_dim" in info.kwargs) else -1
+            if start is None or end is None:
+                return TensorValue(dtype=tensor.dtype, device=tensor.device, is_leaf=False)
+            shape, problem = shapes.flatten(tensor.shape, start, end)
+            self._problem(node, "dim", problem)
+            return self._reshaped(tensor, shape)
+        if method in REDUCTIONS or method in ARG_REDUCTIONS or method in ("max", "min"):
+            return self._reduction(tensor, method, info)
+        if method in ("softmax", "log_softmax"):
+            self._check_dim(node, tensor, info.arg(0, "dim"))
+            provenance = SOFTMAX if method == "softmax" else LOG_SOFTMAX
+            return self._with_provenance(tensor, provenance, node, f"在这里做了 {method}")
+        if method == "sigmoid":
+            return self._with_provenance(tensor, SIGMOID, node, "在这里做了 sigmoid")
+        if method == "log" and tensor.provenance == SOFTMAX:
+            return self._with_provenance(tensor, LOG_SOFTMAX, node, "在这里对 softmax 的结果取了对数")
+        if method in ("to", "cuda", "cpu") or method in DTYPE_METHODS or method == "type_as":
+            return self._converted(tensor, method, info)
+        if method in ("detach", "clone", "requires_grad_", "detach_"):
+            changes: dict[str, Any] = {}
+            if method in ("detach", "detach_"):
+                changes.update(requires_grad=False, is_leaf=True)
+            elif method == "requires_grad_":
+                changes.update(requires_grad=_literal(info.arg(0, "requires_grad")) is not False)
+            else:
+                changes.update(is_leaf=False)
+            return tensor.with_(**changes)
+        if method in SAME_SHAPE_METHODS:
+            keep_leaf = method.endswith("_")
+            return TensorValue(
+                shape=tensor.dims,
+                tail=tensor.tail,
+                dtype=_elementwise_dtype(method, tensor.dtype),
+                device=tensor.device,
+                requires_grad=tensor.requires_grad,
+                is_leaf=tensor.is_leaf if keep_leaf else False,
+                contiguous=tensor.contiguous if keep_leaf else None,
+                strides=tensor.strides if keep_leaf else None,
+            )
+        if method in _COMPARISON_METHODS:
+            # ids.eq(PAD), x.gt(0): a bool tensor, of the broadcast shape
+            other = info.arg(0, "other")
+            if isinstance(other, Literal | Number) or method in ("isnan", "isinf", "isfinite", "logical_not"):
+                shape: Any = tensor.dims
+            elif isinstance(other, TensorValue):
+                shape, _ = shapes.broadcast(tensor.shape, other.shape)
+            else:
+                shape = None
+            return TensorValue(shape=shape, dtype="torch.bool", device=tensor.device, is_leaf=False)
+        if method in ("matmul", "mm", "bmm"):
+            other = info.arg(0, "other" if method == "matmul" else "mat2")
+            if isinstance(other, TensorValue):
+                shape, problem = shapes.matmul(tensor.shape, other.shape, method)
+                self._problem(node, "matmul", problem)
+                shape = shapes.matmul_named(tensor.dims, other.dims, shape)
+                return self._fresh(self._derived(tensor, other, shape))
+            return None
+        if method == "size":
+            if info.args:
+                dim = _int(info.args[0])
+                dims = tensor.dims
+                if dim is not None and dims is not None:
+                    self._problem(node, "dim", shapes.dim_problem(dim, len(dims)))
+                    index = shapes.normalize_dim(dim, len(dims))
+                    if index is not None and dims[index] is not None:
+                        return Literal(dims[index])
+                return None
+            return self._tensor_attribute(tensor, "shape", node)
+        if method == "dim":
+            return Literal(tensor.rank) if tensor.rank is not None else None
+        if method in ("chunk", "split", "unbind"):
+            return _pieces(tensor, method, info)
+        if method == "diff":
+            return _differenced(tensor, info, 0)
+        if method == "repeat" and tensor.dims is not None and not info.kwargs:
+            sizes = _size_dims(args)
+            if sizes is not None and len(sizes) >= len(tensor.dims) and all(s is not None for s in sizes):
+                own = (1,) * (len(sizes) - len(tensor.dims)) + tuple(tensor.dims)
+                repeated = tuple(symbols.multiply(s, d) for s, d in zip(sizes, own, strict=True))
+                return TensorValue(shape=repeated, dtype=tensor.dtype, device=tensor.device, is_leaf=False)
+        if method in ("new_zeros", "new_ones", "new_empty", "new_full") and not info.starred:
+            sizes = _size_dims(args[:-1] if method == "new_full" else args) if args else None
+            dtype = info.kwargs.get("dtype")
+            return TensorValue(
+                shape=tuple(sizes) if sizes is not None else None,
+                dtype=_literal(dtype) if isinstance(dtype, Literal) else tensor.dtype,
+                device=tensor.device if "device" not in info.kwargs else parse_device(info.kwargs["device"]),
+                is_leaf=True,
+            )
+        if method == "expand" and tensor.shape is not None:
+            sizes = _dims(args)
+            if sizes is not None and len(sizes) >= len(tensor.shape):
+                own = (None,) * (len(sizes) - len(tensor.shape)) + tensor.shape
+                shape = tuple(o if s == -1 else s for s, o in zip(sizes, own, strict=True))
+                return TensorValue(shape=shape, dtype=tensor.dtype, device=tensor.device, contiguous=False)
+        return None
+
+    def _reduction(self, tensor: TensorValue, method: str, info: CallInfo) -> Value:
+        has_dim = bool(info.args) or "dim" in info.kwargs
+        dim_value = info.arg(0, "dim") if has_dim else None
+        dim: Any = _int(dim_value)
+        if dim is None and isinstance(_literal(dim_value), tuple):
+            dim = _literal(dim_value)
+        if has_dim and dim is None:
+            if method in ("max", "min") and not isinstance(dim_value, TensorValue):
+                return None  # x.max(d): a (values, indices) pair for an int d, one tensor for a tensor d
+            return TensorValue(device=tensor.device, is_leaf=False)
+        keepdim = _literal(info.arg(1, "keepdim")) is True
+        shape, problem = shapes.reduce(tensor.shape, dim, keepdim)
+        self._problem(info.node, "dim", problem)
+        is_index = method in ARG_REDUCTIONS
+        result = TensorValue(
+            shape=shape,
+            dtype="torch.int64" if is_index else tensor.dtype,
+            device=tensor.device,
+            requires_grad=None if is_index else tensor.requires_grad,
+            is_leaf=False,
+        )
+        if method in ("max", "min") and has_dim:
+            return TupleValue((result, result.with_(dtype="torch.int64", requires_grad=False)))
+        return result
+
+    def _converted(self, tensor: TensorValue, method: str, info: CallInfo) -> Value:
+        device, dtype = tensor.device, tensor.dtype
+        if method == "cuda":
+            device = CUDA
+        elif method == "cpu":
+            device = CPU
+        elif method in DTYPE_METHODS:
+            dtype = DTYPE_METHODS[method]
+        elif method == "type_as":
+            other = info.arg(0, "other")
+            dtype = other.dtype if isinstance(other, TensorValue) else None
+        else:  # to(device), to(dtype), to(other), to(device, dtype)
+            given = list(info.args) + [info.kwargs[k] for k in ("device", "dtype", "other") if k in info.kwargs]
+            for value in given:
+                if value is None:  # a variable we cannot read: it may be a device, a dtype or a tensor
+                    device = dtype = None
+                    continue
+                literal = _literal(value)
+                if isinstance(literal, str) and literal.startswith("torch."):
+                    dtype = normalize_dtype(literal)
+                elif isinstance(value, DeviceValue) or isinstance(literal, str):
+                    device = parse_device(value)
+                elif isinstance(value, TensorValue):
+                    device, dtype = value.device, value.dtype
+                else:
+                    device = None  # a variable we cannot read: the device is unknown
+        requires_grad = tensor.requires_grad
+        return tensor.with_(
+            device=device,
+            dtype=dtype,
+            is_leaf=tensor.is_leaf if device == tensor.device else False,
+            requires_grad=requires_grad,
+        )
+
+    def _permuted(self, tensor: TensorValue, dims: Sequence[int], node: ast.AST) -> TensorValue:
+        own = tensor.dims
+        shape = tuple(own[d] for d in dims) if own is not None else None
+        strides = tuple(tensor.strides[d] for d in dims) if tensor.strides is not None else None
+        named_strides = tuple(tensor.sym_strides[d] for d in dims) if tensor.sym_strides is not None else None
+        if strides is not None and shape is not None:
+            contiguous = shapes.is_contiguous(shape, strides)  # type: ignore[arg-type]
+        elif list(dims) == sorted(dims):
+            contiguous = tensor.contiguous
+        else:
+            contiguous = None  # sizes of 1 can keep a permuted tensor contiguous: not provable without them
+        return tensor.with_(
+            shape=shape,
+            tail=None,
+            strides=strides,
+            sym_strides=named_strides,
+            contiguous=contiguous,
+            provenance=None,
+            is_leaf=False,
+            origin=Origin(node, "在这里交换了维度（结果在内存中不连续）"),
+        )
+
+    def _reshaped(self, tensor: TensorValue, shape: Any) -> TensorValue:
+        strides = shapes.contiguous_strides(shape) if shapes.known(shape) and tensor.contiguous else None
+        return tensor.with_(
+            shape=shape, tail=None, strides=strides, is_leaf=False, contiguous=True if tensor.contiguous else None
+        )
+
+    def _same_shape(self, tensor: TensorValue, qualname: str = "") -> TensorValue:
+        return TensorValue(
+            shape=tensor.dims,
+            tail=tensor.tail,
+            dtype=_elementwise_dtype(qualname.rsplit(".", 1)[-1], tensor.dtype),
+            device=tensor.device,
+            requires_grad=tensor.requires_grad,
+            is_leaf=False,
+        )
+
+    def _check_dim(self, node: ast.AST, tensor: TensorValue, dim: Value) -> None:
+        """Record a ``dim`` argument that is out of range for a tensor of known rank."""
+        index = _int(dim)
+        if index is not None and tensor.shape is not None:
+            self._problem(node, "dim", shapes.dim_problem(index, len(tensor.shape)))
+
+    def _with_provenance(self, tensor: TensorValue, provenance: str, node: ast.AST, what: str) -> TensorValue:
+        return TensorValue(
+            shape=tensor.dims,
+            tail=tensor.tail,
+            dtype=tensor.dtype,
+            device=tensor.device,
+            requires_grad=tensor.requires_grad,
+            is_leaf=False,
+            provenance=provenance,
+            origin=Origin(node, what),
+        )
+
+
+def _elementwise_dtype(operation: str, dtype: str | None) -> str | None:
+    if operation in FLOATING_ELEMENTWISE and (dtype in INTEGER_DTYPES or dtype == "torch.bool"):
+        return "torch.float32"  # unless the default dtype was changed, which _create already watches for
+    return dtype
+
+
+def _pieces(tensor: TensorValue, method: str, info: CallInfo) -> Value:
+    """``x.chunk(3, dim=-1)``, ``x.split(64, dim=1)``, ``x.unbind(0)``: the parts, when their number is known.
+
+    A tensor of unknown rank whose last dims are known splits along one of those: ``qkv.chunk(3, dim=-1)``.
+    """
+    dim = _int(info.arg(1 if method != "unbind" else 0, "dim"))
+    dim = (
+        0 if dim is None and not info.has_keyword("dim") and len(info.args) < (2 if method != "unbind" else 1) else dim
+    )
+    own = tensor.dims if tensor.shape is not None else tensor.tail
+    if own is None or dim is None or (tensor.shape is None and not -len(own) <= dim < 0):
+        return None
+    index = shapes.normalize_dim(dim, len(own))
+    if index is None or not isinstance(own[index], int):
+        return None
+    size = own[index]
+    if method == "unbind":
+        sizes: list[int | None] = [None] * size
+    elif method == "chunk":
+        count = _int(info.arg(0, "chunks"))
+        if count is None or count <= 0:
+            return None
+        step = -(-size // count)
+        sizes = [min(step, size - start) for start in range(0, size, step)] if step else []
+    else:
+        given = info.arg(0, "split_size_or_sections")
+        step = _int(given)
+        if step is not None and step > 0:
+            sizes = [min(step, size - start) for start in range(0, size, step)]
+        else:
+            listed = _literal(given)
+            if not isinstance(listed, tuple) or not all(isinstance(n, int) for n in listed) or sum(listed) != size:
+                return None
+            sizes = list(listed)
+    if not 0 < len(sizes) <= 64:
+        return None
+    parts = []
+    for part in sizes:
+        shape = own[:index] + own[index + 1 :] if part is None else (*own[:index], part, *own[index + 1 :])
+        known = {"shape": shape} if tensor.shape is not None else {"tail": shape if part is not None else None}
+        parts.append(
+            TensorValue(
+                dtype=tensor.dtype, device=tensor.device, requires_grad=tensor.requires_grad, is_leaf=False, **known
+            )
+        )
+    return TupleValue(tuple(parts))
