@@ -264,7 +264,7 @@ def _kb_new(args: argparse.Namespace) -> int:
 
 
 def _kb_coverage(args: argparse.Namespace) -> int:
-    from torchls.batch import discover
+    from torchls.batch import PYTHON_SUFFIXES, discover
     from torchls.kb.base import KnowledgeBase
     from torchls.kb.coverage import project_coverage, usage_table_coverage
 
@@ -283,7 +283,7 @@ def _kb_coverage(args: argparse.Namespace) -> int:
             return 2
         scope = f"{args.usage} "
     else:
-        files, missing = discover(args.paths)
+        files, missing = discover(args.paths, PYTHON_SUFFIXES)
         for path in missing:
             print(f"torchls: 找不到 {path}", file=sys.stderr)
         if missing:

@@ -41,6 +41,7 @@ FORBIDDEN = {
     "jedi_host.py": ("pygls", "lsprotocol", "torch", "torchls.lsp", "torchls.cli", "torchls.kb", "torchls.session"),
     "project.py": ("pygls", "lsprotocol", "jedi", "torch", "torchls.lsp", "torchls.cli", "torchls.session"),
     "memory.py": ("pygls", "lsprotocol", "jedi", "torch", "torchls.lsp", "torchls.cli"),
+    "ipynb.py": ("pygls", "lsprotocol", "jedi", "torch", "torchls.lsp", "torchls.cli", "torchls.session"),
     "settings.py": ("pygls", "lsprotocol", "torch", "torchls.lsp", "torchls.cli"),
     "session.py": ("pygls", "lsprotocol", "torch", "torchls.lsp", "torchls.cli"),
     "hover.py": ("pygls", "lsprotocol", "torch", "torchls.lsp", "torchls.cli"),

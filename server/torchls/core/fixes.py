@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from torchls.core.findings import Fix
 from torchls.core.text import SourceText
@@ -33,7 +34,7 @@ def apply_fixes(text: str, fixes: Iterable[Fix]) -> tuple[str, int]:
             )
             for e in fix.edits
         ]
-        if any(_overlaps(start, end, taken) for start, end, _ in spans):
+        if any(overlaps(start, end, taken) for start, end, _ in spans):
             continue
         taken.extend((start, end) for start, end, _ in spans)
         edits.extend(spans)
@@ -43,7 +44,9 @@ def apply_fixes(text: str, fixes: Iterable[Fix]) -> tuple[str, int]:
     return text, applied
 
 
-def _overlaps(start: int, end: int, taken: list[tuple[int, int]]) -> bool:
+def overlaps(start: Any, end: Any, taken: Sequence[tuple[Any, Any]]) -> bool:
+    """True when the half-open range ``start``-``end`` overlaps one in ``taken`` (two insertions at the same place
+    count as overlapping); the bounds are offsets or any ordered keys such as (cell, line, column)."""
     return any(
         (start < other_end and other_start < end) or start == end == other_start for other_start, other_end in taken
     )

@@ -102,13 +102,37 @@ def parse_tolerant(text: str) -> ParsedSource:
         return ParsedSource(ast.parse(text))
     except (SyntaxError, ValueError) as first:  # ValueError: NUL bytes in the source
         first_error = f"{getattr(first, 'lineno', '?')}: {getattr(first, 'msg', first)}"
+    tree, _, blanked = _repair(text)
+    return ParsedSource(tree or ast.Module(body=[], type_ignores=[]), blanked, first_error)
+
+
+def repair_lines(text: str) -> tuple[list[str], frozenset[int], str | None]:
+    """The lines of ``text`` as :func:`parse_tolerant` parses them: broken lines neutralised, every line keeping
+    its number and every kept line its columns; plus the numbers of the changed lines and the first syntax error.
+
+    When nothing could be recovered every non-blank line counts as changed (and is emptied).
+    """
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    try:
+        ast.parse(text)
+        return lines, frozenset(), None
+    except (SyntaxError, ValueError) as first:
+        first_error = f"{getattr(first, 'lineno', '?')}: {getattr(first, 'msg', first)}"
+    tree, repaired, blanked = _repair(text)
+    if tree is None:
+        blanked = frozenset(i for i, line in enumerate(lines) if line.strip())
+        repaired = ["" if i in blanked else line for i, line in enumerate(lines)]
+    return repaired, blanked, first_error
+
+
+def _repair(text: str) -> tuple[ast.Module | None, list[str], frozenset[int]]:
+    """Blank broken lines until the rest parses: (tree or None when hopeless, the lines, the blanked lines)."""
     lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     original = list(lines)
     blanked: set[int] = set()
     for _ in range(_MAX_REPAIRS):
         try:
-            tree = ast.parse("\n".join(lines))
-            return ParsedSource(tree, frozenset(blanked), first_error)
+            return ast.parse("\n".join(lines)), lines, frozenset(blanked)
         except SyntaxError as error:
             index = (error.lineno or 1) - 1
             if _refill_emptied_block(lines, original, blanked, error):
@@ -124,4 +148,4 @@ def parse_tolerant(text: str) -> ParsedSource:
             # by the next round reporting the header line.
         except ValueError:
             break
-    return ParsedSource(ast.Module(body=[], type_ignores=[]), frozenset(blanked), first_error)
+    return None, lines, frozenset(blanked)
