@@ -38,13 +38,6 @@ PARAMETRIC_LAYERS = frozenset(
     """.split()
 )
 
-# torch functions that create a tensor from nothing but sizes or data (not the ``*_like`` ones, which follow
-# their argument's device, and not ``from_numpy``/``as_tensor``, which follow their data).
-CREATION_FUNCTIONS = frozenset(
-    "torch." + n
-    for n in "zeros ones empty full rand randn randint randperm arange linspace logspace eye tensor".split()
-)
-
 
 def accelerated(kind: str | None) -> bool:
     return kind in ACCELERATED

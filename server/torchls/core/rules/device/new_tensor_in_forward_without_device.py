@@ -3,7 +3,12 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from torchls.core.facts import FUNCTIONAL_TENSOR_FUNCTIONS, TENSOR_FUNCTIONS, TENSOR_RETURNING_METHODS
+from torchls.core.facts import (
+    DEFAULT_DEVICE_CREATION_FUNCTIONS,
+    FUNCTIONAL_TENSOR_FUNCTIONS,
+    TENSOR_FUNCTIONS,
+    TENSOR_RETURNING_METHODS,
+)
 from torchls.core.findings import Fix, Related, Severity
 from torchls.core.rules.base import Context, Rule
 from torchls.core.rules.device import common
@@ -147,7 +152,7 @@ class _Forward:
     def _created(self, expr: ast.expr, visiting: frozenset[str]) -> ast.Call | None:
         if isinstance(expr, ast.Call):
             qualname = self.ctx.qualify(expr.func)
-            if qualname in common.CREATION_FUNCTIONS:
+            if qualname in DEFAULT_DEVICE_CREATION_FUNCTIONS:
                 if any(k.arg in ("device", None) for k in expr.keywords) or not self._has_dims(expr, qualname):
                     return None
                 return expr
@@ -308,7 +313,7 @@ class _Forward:
                 return first is not None and self._derived(first, visiting)
             return False
         if call.qualname is not None:
-            if call.qualname in common.CREATION_FUNCTIONS:
+            if call.qualname in DEFAULT_DEVICE_CREATION_FUNCTIONS:
                 return False
             if call.qualname in TENSOR_FUNCTIONS or call.qualname in FUNCTIONAL_TENSOR_FUNCTIONS:
                 return bool(expr.args) and self._derived(expr.args[0], visiting)

@@ -3,7 +3,12 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from torchls.core.facts import FUNCTIONAL_TENSOR_FUNCTIONS, TENSOR_FUNCTIONS, TENSOR_RETURNING_METHODS
+from torchls.core.facts import (
+    DEFAULT_DEVICE_CREATION_FUNCTIONS,
+    FUNCTIONAL_TENSOR_FUNCTIONS,
+    TENSOR_FUNCTIONS,
+    TENSOR_RETURNING_METHODS,
+)
 from torchls.core.findings import Fix, Related, Severity
 from torchls.core.rules.base import Context, Rule
 from torchls.core.rules.device import common
@@ -419,7 +424,7 @@ class _Forward:
             )
             return own and _layer_output_on_device(call.module, self.ctx)
         if call.qualname is not None:
-            if call.qualname in common.CREATION_FUNCTIONS:
+            if call.qualname in DEFAULT_DEVICE_CREATION_FUNCTIONS:
                 return False
             if call.qualname in TENSOR_FUNCTIONS or call.qualname in FUNCTIONAL_TENSOR_FUNCTIONS:
                 first = expr.args[0] if expr.args and not isinstance(expr.args[0], ast.Starred) else None
