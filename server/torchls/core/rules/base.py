@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from torchls.core.control_flow import parent_table
 from torchls.core.findings import Edit, Finding, Fix, Related, Severity
 from torchls.core.text import Position, SourceText, Span
 from torchls.core.values import ModuleValue, Origin, TensorValue, Value
@@ -110,6 +111,7 @@ class Context:
         self.call_site: Origin | None = None
         self.guarded = 0  # > 0 inside the body of a `try` whose handlers catch runtime errors
         self._current: Rule | None = None
+        self._parents: dict[ast.AST, ast.AST] | None = None
 
     # ------------------------------------------------------------------------------ names and values
 
@@ -134,11 +136,9 @@ class Context:
 
     def parents(self) -> dict[ast.AST, ast.AST]:
         """Child -> parent for the whole file, built on first use and shared by every rule."""
-        table = self.file_facts.get("parents")
-        if table is None:
-            table = _parent_table(self.tree)
-            self.file_facts["parents"] = table
-        return table
+        if self._parents is None:
+            self._parents = parent_table(self.tree)
+        return self._parents
 
     def module_alias(self, module: str = "torch.nn") -> str:
         """How this file spells ``module`` (``nn`` after ``import torch.nn as nn``), for fixes that add code."""
@@ -211,25 +211,3 @@ class Context:
             return ()
         span = self.source.span_from_ast(origin.node)
         return (Related(span, origin.what),) if span is not None else ()
-
-
-def _parent_table(tree: ast.AST) -> dict[ast.AST, ast.AST]:
-    """Child -> parent. Reads ``_fields`` directly (``ast.walk`` costs twice as much on big files) and skips the
-    shared ``Load``/``Store`` context singletons, which have no single parent."""
-    table: dict[ast.AST, ast.AST] = {}
-    stack = [tree]
-    while stack:
-        node = stack.pop()
-        for name in node._fields:
-            if name == "ctx":
-                continue
-            value = getattr(node, name, None)
-            if isinstance(value, list):
-                for item in value:
-                    if isinstance(item, ast.AST):
-                        table[item] = node
-                        stack.append(item)
-            elif isinstance(value, ast.AST):
-                table[value] = node
-                stack.append(value)
-    return table

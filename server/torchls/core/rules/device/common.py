@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from torchls.core import control_flow
 from torchls.core.findings import Related
 from torchls.core.rules.base import CallInfo, Context
 from torchls.core.statements import nested_statements
@@ -130,73 +131,6 @@ def operand_pairs(node: ast.AST, ctx: Context) -> list[tuple[ast.expr, ast.expr]
     return []
 
 
-# ---------------------------------------------------------------------------------------------- the tree
-
-
-def parents(ctx: Context) -> dict[ast.AST, ast.AST]:
-    """Child -> parent for the whole file (shared by every rule)."""
-    return ctx.parents()
-
-
-def ancestors(node: ast.AST, ctx: Context):
-    table = parents(ctx)
-    current = table.get(node)
-    while current is not None:
-        yield current
-        current = table.get(current)
-
-
-def statement_of(node: ast.AST, ctx: Context) -> ast.stmt | None:
-    if isinstance(node, ast.stmt):
-        return node
-    for parent in ancestors(node, ctx):
-        if isinstance(parent, ast.stmt):
-            return parent
-    return None
-
-
-def walk_scope(scope: ast.AST):
-    """The nodes of a module or function body, not those inside the functions and classes it defines."""
-    stack = list(ast.iter_child_nodes(scope))
-    while stack:
-        node = stack.pop()
-        yield node
-        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda):
-            stack.extend(ast.iter_child_nodes(node))
-
-
-def function_of(node: ast.AST, ctx: Context) -> ast.AST | None:
-    """The innermost function (or lambda) around ``node``; None at module level."""
-    for parent in ancestors(node, ctx):
-        if isinstance(parent, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
-            return parent
-    return None
-
-
-def dominates(statement: ast.stmt, node: ast.AST, ctx: Context) -> bool:
-    """True when ``statement`` runs before ``node`` on every path: both are in the same block, ``node`` later."""
-    table = parents(ctx)
-    block_owner = table.get(statement)
-    if block_owner is None:
-        return False
-    for field_name in ("body", "orelse", "finalbody"):
-        block = getattr(block_owner, field_name, None)
-        if isinstance(block, list) and statement in block:
-            break
-    else:
-        return False
-    index = block.index(statement)
-    later = set(map(id, block[index + 1 :]))
-    current: ast.AST | None = node
-    while current is not None:
-        if id(current) in later:
-            return True
-        if current is block_owner:
-            return False
-        current = table.get(current)
-    return False
-
-
 # ---------------------------------------------------------------------------------------------- moves
 
 
@@ -276,17 +210,19 @@ def module_device(module: ModuleValue, at: ast.AST, ctx: Context) -> tuple[str |
     if not same:
         return None, None
     last = same[-1]
-    statement = statement_of(last.node, ctx)
+    statement = control_flow.statement_of(last.node, ctx.parents())
     if statement is None:
         return None, None
-    if last.function is ctx.function and dominates(statement, at, ctx):
+    if last.function is ctx.function and control_flow.dominates_in_block(statement, at, ctx.parents()):
         return last.device, last.node
     if last.function is None and ctx.function is not None:
         # Moved at module level before the function (or class) that uses it is even defined.
         outermost = [
-            a for a in ancestors(at, ctx) if isinstance(a, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+            a
+            for a in control_flow.ancestors(at, ctx.parents())
+            if isinstance(a, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
         ]
-        if outermost and dominates(statement, outermost[-1], ctx):
+        if outermost and control_flow.dominates_in_block(statement, outermost[-1], ctx.parents()):
             return last.device, last.node
     return None, None
 
@@ -494,15 +430,19 @@ def device_variables(kinds: frozenset[str], at: ast.AST, ctx: Context) -> list[s
     A name assigned once, unconditionally, before ``at``: at the top of the enclosing function, or at module
     level (then no enclosing function may bind the same name).
     """
-    statement = statement_of(at, ctx)
+    statement = control_flow.statement_of(at, ctx.parents())
     if statement is None:
         return []
     found: list[str] = []
-    function = function_of(at, ctx)
+    function = control_flow.enclosing_function(at, ctx.parents())
     if function is not None and not isinstance(function, ast.Lambda):
         found += _assigned_devices(function.body, kinds, statement, ctx)
-    enclosing = [f for f in ancestors(at, ctx) if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda)]
-    if any(isinstance(a, ast.ClassDef) for a in ancestors(at, ctx)) and not enclosing:
+    enclosing = [
+        f
+        for f in control_flow.ancestors(at, ctx.parents())
+        if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda)
+    ]
+    if any(isinstance(a, ast.ClassDef) for a in control_flow.ancestors(at, ctx.parents())) and not enclosing:
         return found  # a class body: module names are visible, but keep it simple
     shadowed: set[str] = set()
     for inner in enclosing:
@@ -524,7 +464,7 @@ def _assigned_devices(body: list[ast.stmt], kinds: frozenset[str], before: ast.s
 
 def _assigned_device_names(body: list[ast.stmt], kinds: frozenset[str], before: ast.stmt, ctx: Context):
     for statement in body:
-        if statement is before or not dominates(statement, before, ctx):
+        if statement is before or not control_flow.dominates_in_block(statement, before, ctx.parents()):
             continue
         if (
             isinstance(statement, ast.Assign)
@@ -634,8 +574,8 @@ def reaching_value(name: ast.Name, ctx: Context) -> ast.expr | None:
 
 
 def _reaching(name: ast.Name, ctx: Context) -> ast.expr | ast.For | None:
-    table = parents(ctx)
-    current: ast.AST | None = statement_of(name, ctx)
+    table = ctx.parents()
+    current: ast.AST | None = control_flow.statement_of(name, ctx.parents())
     while current is not None:
         parent = table.get(current)
         if parent is None or isinstance(parent, ast.ExceptHandler):
@@ -683,7 +623,7 @@ def node_on_cpu(node: ast.expr | None, ctx: Context) -> bool:
 
 
 def _stores(node: ast.AST, name: str) -> bool:
-    for inner in [node, *walk_scope(node)]:
+    for inner in [node, *control_flow.walk_pruned(node)]:
         if isinstance(inner, ast.Name) and inner.id == name and isinstance(inner.ctx, ast.Store | ast.Del):
             return True
         if isinstance(inner, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and inner.name == name:

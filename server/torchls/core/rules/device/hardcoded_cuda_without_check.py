@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import ast
 
+from torchls.core import control_flow
 from torchls.core.findings import Severity
 from torchls.core.rules.base import Context, Rule
 from torchls.core.rules.device import common
@@ -190,7 +191,7 @@ def _script_functions(ctx: Context) -> set[ast.AST]:
     ]
     while pending:
         scope = pending.pop()
-        for node in [scope, *common.walk_scope(scope)]:
+        for node in [scope, *control_flow.walk_pruned(scope)]:
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
                 function = functions.get(node.func.id)
                 if function is not None and function not in reachable:
@@ -201,7 +202,7 @@ def _script_functions(ctx: Context) -> set[ast.AST]:
 
 def _runs_as_script(node: ast.AST, reachable: set[ast.AST], ctx: Context) -> bool:
     outermost = None
-    for parent in common.ancestors(node, ctx):
+    for parent in control_flow.ancestors(node, ctx.parents()):
         if isinstance(parent, ast.ClassDef | ast.Lambda):
             return False
         if isinstance(parent, ast.FunctionDef | ast.AsyncFunctionDef):
@@ -212,7 +213,7 @@ def _runs_as_script(node: ast.AST, reachable: set[ast.AST], ctx: Context) -> boo
 def _guarded(node: ast.AST, ctx: Context) -> bool:
     """True inside a branch that tests for a GPU (``if use_cuda:``, ``if x.is_cuda:``) or inside a ``try``."""
     child: ast.AST = node
-    for parent in common.ancestors(node, ctx):
+    for parent in control_flow.ancestors(node, ctx.parents()):
         if (
             isinstance(parent, ast.If | ast.IfExp | ast.While)
             and child is not parent.test

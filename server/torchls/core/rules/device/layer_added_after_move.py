@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import ast
 
+from torchls.core import control_flow
 from torchls.core.findings import Fix, Related, Severity
 from torchls.core.rules.base import Context, Rule
 from torchls.core.rules.device import common
@@ -239,7 +240,7 @@ def _from_factory(root: ast.Name, ctx: Context) -> bool:
 
 
 def _scope_of(node: ast.AST, ctx: Context) -> ast.AST:
-    function = common.function_of(node, ctx)
+    function = control_flow.enclosing_function(node, ctx.parents())
     return function if function is not None else ctx.tree
 
 
@@ -281,8 +282,8 @@ def _previous_move(name: str, node: ast.Assign, scope: ast.AST, ctx: Context) ->
         is_move, device, named = common.move_device(ctx.call(where), ctx)
         if not is_move or not (common.accelerated(device) or (device is None and named)):
             return None
-        statement = common.statement_of(where, ctx)
-        if statement is None or not common.dominates(statement, node, ctx):
+        statement = control_flow.statement_of(where, ctx.parents())
+        if statement is None or not control_flow.dominates_in_block(statement, node, ctx.parents()):
             return None
         found = where
         if not isinstance(event.ctx, ast.Load):
@@ -311,7 +312,7 @@ def _events(name: str, scope: ast.AST, ctx: Context) -> list[ast.Name | ast.Call
     themselves, in source order (nested functions and classes left out: defining them runs nothing)."""
     users = _global_users(name, ctx)
     found: list[ast.Name | ast.Call] = []
-    for inner in common.walk_scope(scope):
+    for inner in control_flow.walk_pruned(scope):
         if isinstance(inner, ast.Name) and inner.id == name:
             found.append(inner)
         elif isinstance(inner, ast.Call) and (users[0] or users[1]):
@@ -345,7 +346,7 @@ def _classify(
     """What this mention of the model does to it: USE (runs it), MOVE (the move call), UNKNOWN or NEUTRAL."""
     if not isinstance(occurrence.ctx, ast.Load):
         if backwards:
-            statement = common.statement_of(occurrence, ctx)
+            statement = control_flow.statement_of(occurrence, ctx.parents())
             if isinstance(statement, ast.Assign) and _is_move_call(statement.value):
                 return MOVE, statement.value  # model = Net().to(device)
         return UNKNOWN, None

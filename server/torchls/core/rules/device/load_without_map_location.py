@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import ast
 
+from torchls.core import control_flow
 from torchls.core.findings import Fix, Related, Severity
 from torchls.core.rules.base import Context, Rule
 from torchls.core.rules.device import common
@@ -95,8 +96,8 @@ def _reads_back_in_place(node: ast.Call, ctx: Context) -> bool:
     """``torch.load(buffer)`` of an ``io.BytesIO``, or of a file the same function has just saved."""
     source = node.args[0]
     value_text = ctx.text(source)
-    scope = common.function_of(node, ctx) or ctx.tree
-    for inner in common.walk_scope(scope):
+    scope = control_flow.enclosing_function(node, ctx.parents()) or ctx.tree
+    for inner in control_flow.walk_pruned(scope):
         if not isinstance(inner, ast.Call):
             continue
         qualname = ctx.qualify(inner.func)
@@ -108,7 +109,7 @@ def _reads_back_in_place(node: ast.Call, ctx: Context) -> bool:
         ):
             return True  # saved earlier in the same run: read back on the same machine
         if qualname in ("io.BytesIO", "io.BufferedReader", "tempfile.TemporaryFile", "tempfile.NamedTemporaryFile"):
-            parent = common.parents(ctx).get(inner)
+            parent = ctx.parents().get(inner)
             if isinstance(parent, ast.Assign) and any(ctx.text(t) == value_text for t in parent.targets):
                 return True
             if (
@@ -135,7 +136,7 @@ def _fix(node: ast.Call, ctx: Context) -> Fix | None:
 
 def _feeds_load_state_dict(node: ast.Call, ctx: Context) -> bool:
     """``x.load_state_dict(torch.load(...))`` or ``x.load_state_dict(torch.load(...)["model"])``."""
-    table = common.parents(ctx)
+    table = ctx.parents()
     current: ast.AST = node
     parent = table.get(current)
     while isinstance(parent, ast.Subscript) and parent.value is current and isinstance(parent.slice, ast.Constant):

@@ -3,6 +3,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from torchls.core import control_flow
 from torchls.core.facts import (
     DEFAULT_DEVICE_CREATION_FUNCTIONS,
     FUNCTIONAL_TENSOR_FUNCTIONS,
@@ -170,7 +171,7 @@ def _record_assignment(node: ast.Assign, function: ast.AST, klass: str, ctx: Con
     target = node.targets[0]
     if not isinstance(target.value, ast.Name) or target.value.id != common.self_name(function):
         return
-    if common.function_of(node, ctx) is not function:
+    if control_flow.enclosing_function(node, ctx.parents()) is not function:
         return
     tensor = ctx.tensor(node.value)
     if tensor is None or (tensor.device is None and not tensor.registered):
@@ -253,7 +254,7 @@ def _plain_attribute(attribute: str, assignment: _Assignment, chain: list, ctx: 
     for node in _attribute_stores(ctx).get(attribute, ()):
         if node is assignment.node.targets[0]:
             continue
-        owner = next((a for a in common.ancestors(node, ctx) if isinstance(a, ast.ClassDef)), None)
+        owner = next((a for a in control_flow.ancestors(node, ctx.parents()) if isinstance(a, ast.ClassDef)), None)
         on_self = isinstance(node.value, ast.Name) and node.value.id == "self"
         if on_self and owner is not None and owner not in classes and table.get(node) is not None:
             continue  # another class's own attribute of the same name
@@ -581,7 +582,7 @@ def _fix(assignment: _Assignment, chain: list, ctx: Context) -> Fix | None:
         return None  # model.half() would now convert a floating buffer too
     if any(assignment.name in k.class_attributes for k in chain):
         return None  # register_buffer refuses a name the class already has
-    function = common.function_of(node, ctx)
+    function = control_flow.enclosing_function(node, ctx.parents())
     if not isinstance(function, _FUNCTIONS) or node not in function.body:
         return None
     index = function.body.index(node)

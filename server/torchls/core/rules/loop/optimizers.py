@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from torchls.core import control_flow
 from torchls.core.rules.base import Context
 from torchls.core.rules.loop import flow
 from torchls.core.rules.loop.modules import classes
@@ -437,7 +438,7 @@ def loop_body_nodes(loop: ast.For | ast.AsyncFor | ast.While) -> Iterator[ast.AS
     """Every node of the loop body (not its ``else``, iterable or target), in its own scope."""
     for statement in loop.body:
         yield statement
-        yield from flow.walk_scope(statement)
+        yield from control_flow.walk_scope(statement)
 
 
 def stepping_and_zeroing_functions(ctx: Context) -> tuple[set[str], set[str]]:

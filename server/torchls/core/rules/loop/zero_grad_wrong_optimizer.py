@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import ast
 
+from torchls.core import control_flow
 from torchls.core.findings import Severity
 from torchls.core.rules.base import Context, Rule
 from torchls.core.rules.loop import flow, optimizers
@@ -99,8 +100,8 @@ class ZeroGradWrongOptimizer(Rule):
 def _outermost_loop(loop: ast.AST, ctx: Context) -> ast.For | ast.AsyncFor | ast.While:
     """The outermost loop of the same scope around ``loop`` (``loop`` itself when none)."""
     outer = loop
-    for ancestor in flow.ancestors(loop, ctx):
-        if isinstance(ancestor, flow.SCOPES):
+    for ancestor in control_flow.ancestors(loop, ctx.parents()):
+        if isinstance(ancestor, control_flow.SCOPES):
             break
         if isinstance(ancestor, flow.LOOPS):
             outer = ancestor
