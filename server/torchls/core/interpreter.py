@@ -391,7 +391,7 @@ class Interpreter:
         }
         text = self.ctx.source.text
         self.default_device_changed = "set_default_device" in text or "set_default_tensor_type" in text
-        self.ctx.file_facts["classes"] = self.classes
+        self.ctx.classes = self.classes
         self.ctx.tree = tree
         self.block(tree.body, self.module_env)
         self._settle_unstable_reads()
@@ -1277,7 +1277,7 @@ class Interpreter:
 
     def _problem(self, node: ast.AST, kind: str, problem: str | None) -> None:
         if problem:
-            self.ctx.file_facts.setdefault("problems", {})[node] = (kind, problem)
+            self.ctx.shape_problems[node] = (kind, problem)
 
     # ------------------------------------------------------------------------------------------ the file's own code
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from torchls.core.control_flow import parent_table
 from torchls.core.findings import Edit, Finding, Fix, Related, Severity
@@ -20,6 +20,8 @@ from torchls.core.values import ModuleValue, Origin, TensorValue, Value
 
 if TYPE_CHECKING:
     from torchls.core.interpreter import ClassInfo
+
+A = TypeVar("A", bound="Analysis")
 
 
 class Rule:
@@ -39,7 +41,8 @@ class Rule:
     raises: ClassVar[bool] = False
 
     def visit(self, node: Any, ctx: Context) -> None:
-        """Called once per node of :attr:`node_types`, after its sub-expressions were evaluated."""
+        """Called once per node of :attr:`node_types`, after its sub-expressions were evaluated. A fresh instance
+        checks each file, so what a rule keeps on ``self`` between :meth:`visit` and :meth:`finish` is that file's."""
 
     def finish(self, ctx: Context) -> None:
         """Called once after the whole file was walked, for rules that need to see all of it."""
@@ -48,6 +51,20 @@ class Rule:
     def summary(cls) -> str:
         """The first line of the docstring: what the rule reports, in one Chinese sentence."""
         return (cls.__doc__ or "").strip().splitlines()[0]
+
+
+class Analysis:
+    """A fact about one file that rules share: ``ctx.analysis(Kind)`` computes it on first use, once per file.
+
+    Subclass (usually as a dataclass) next to the logic that owns the fact and implement :meth:`compute`; a memo
+    filled on demand (every field has a default) needs none. What it says must not depend on which rules run.
+    """
+
+    __slots__ = ()
+
+    @classmethod
+    def compute(cls: type[A], ctx: Context) -> A:
+        return cls()
 
 
 @dataclass(slots=True)
@@ -105,13 +122,17 @@ class Context:
         self.function: ast.FunctionDef | ast.AsyncFunctionDef | None = None
         self.klass: ClassInfo | None = None
         self.grad_enabled = True
-        self.file_facts: dict[str, Any] = {}  # whole-file facts, computed once by whoever needs them first
+        # What the interpreter learns about the whole file: its classes by name, and the shape problems it found
+        # at a node, as (kind, message), which the shape rules report.
+        self.classes: dict[str, ClassInfo] = {}
+        self.shape_problems: dict[ast.AST, tuple[str, str]] = {}
         self.tree: ast.Module = ast.Module(body=[], type_ignores=[])
         # While a model's forward is evaluated again for one call's arguments: that call, added to each finding.
         self.call_site: Origin | None = None
         self.guarded = 0  # > 0 inside the body of a `try` whose handlers catch runtime errors
         self._current: Rule | None = None
         self._parents: dict[ast.AST, ast.AST] | None = None
+        self._analyses: dict[type[Analysis], Analysis] = {}
 
     # ------------------------------------------------------------------------------ names and values
 
@@ -139,6 +160,13 @@ class Context:
         if self._parents is None:
             self._parents = parent_table(self.tree)
         return self._parents
+
+    def analysis(self, kind: type[A]) -> A:
+        """The file's ``kind`` analysis, computed on first use and shared by every rule."""
+        found = self._analyses.get(kind)
+        if found is None:
+            found = self._analyses[kind] = kind.compute(self)
+        return found  # type: ignore[return-value]
 
     def module_alias(self, module: str = "torch.nn") -> str:
         """How this file spells ``module`` (``nn`` after ``import torch.nn as nn``), for fixes that add code."""

@@ -8,11 +8,12 @@ Not a rule: the device rules import it (like ``loss/calls.py`` for the loss rule
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from torchls.core import control_flow
 from torchls.core.findings import Related
-from torchls.core.rules.base import CallInfo, Context
+from torchls.core.rules.base import Analysis, CallInfo, Context
 from torchls.core.statements import nested_statements
 from torchls.core.values import (
     ACCELERATOR,
@@ -25,6 +26,9 @@ from torchls.core.values import (
     Value,
     parse_device,
 )
+
+if TYPE_CHECKING:
+    from torchls.core.interpreter import ClassInfo
 
 ACCELERATED = frozenset({CUDA, ACCELERATOR, MPS})
 
@@ -179,9 +183,16 @@ def _names_a_device(node: ast.expr) -> bool:
     return False
 
 
+@dataclass(slots=True)
+class ModelMoves(Analysis):
+    """Every move of a model (``model.to(device)``, ``.cuda()``, ``.cpu()``) recorded so far, in walk order."""
+
+    by_call: dict[ast.Call, Move] = field(default_factory=dict)
+
+
 def record_move(node: ast.Call, ctx: Context) -> None:
     """Remember a move of a model (called by every rule that visits calls; recording twice is harmless)."""
-    moves: dict[ast.Call, Move] = ctx.file_facts.setdefault("device_moves", {})
+    moves = ctx.analysis(ModelMoves).by_call
     if node in moves:
         return
     call = ctx.call(node)
@@ -193,7 +204,8 @@ def record_move(node: ast.Call, ctx: Context) -> None:
 
 
 def all_moves(ctx: Context) -> list[Move]:
-    return list(ctx.file_facts.get("device_moves", {}).values())
+    """The model moves evaluated so far, in walk order (all of them once the walk is done)."""
+    return list(ctx.analysis(ModelMoves).by_call.values())
 
 
 def module_device(module: ModuleValue, at: ast.AST, ctx: Context) -> tuple[str | None, ast.AST | None]:
@@ -280,7 +292,7 @@ def has_parameters(module: ModuleValue, ctx: Context, _seen: frozenset[str] = fr
 
 def class_chain(name: str, ctx: Context) -> list:
     """The file's class ``name`` and its bases defined in the same file (``ClassInfo.chain``)."""
-    info = ctx.file_facts.get("classes", {}).get(name)
+    info = ctx.classes.get(name)
     return info.chain() if info is not None else []
 
 
@@ -307,20 +319,28 @@ def handles_devices(class_name: str, ctx: Context) -> bool:
 
 def default_device_may_change(ctx: Context) -> bool:
     """True when this file can make new tensors land somewhere else than the CPU."""
-    cached = ctx.file_facts.get("device_default_changes")
-    if cached is None:
+    return ctx.analysis(DefaultDeviceChange).possible
+
+
+@dataclass(frozen=True, slots=True)
+class DefaultDeviceChange(Analysis):
+    """Whether the file may change the default device (``set_default_device``, ``with torch.device(...)``)."""
+
+    possible: bool
+
+    @classmethod
+    def compute(cls, ctx: Context) -> DefaultDeviceChange:
         text = ctx.source.text
-        cached = "set_default_tensor_type" in text or "set_default_device" in text
-        if not cached:
-            for node in nested_statements(ctx.tree):  # `with` is a statement: no need to visit every expression
-                if isinstance(node, ast.With | ast.AsyncWith):
-                    for item in node.items:
-                        expr = item.context_expr
-                        target = expr.func if isinstance(expr, ast.Call) else expr
-                        if ctx.qualify(target) == "torch.device" or _names_a_device(target):
-                            cached = True
-        ctx.file_facts["device_default_changes"] = cached
-    return cached
+        if "set_default_tensor_type" in text or "set_default_device" in text:
+            return cls(True)
+        for node in nested_statements(ctx.tree):  # `with` is a statement: no need to visit every expression
+            if isinstance(node, ast.With | ast.AsyncWith):
+                for item in node.items:
+                    expr = item.context_expr
+                    target = expr.func if isinstance(expr, ast.Call) else expr
+                    if ctx.qualify(target) == "torch.device" or _names_a_device(target):
+                        return cls(True)
+        return cls(False)
 
 
 def on_cpu(tensor: TensorValue | None, ctx: Context) -> bool:
@@ -372,14 +392,18 @@ def _loader_on_cpu(iterable: ast.AST, ctx: Context) -> bool:
             return False
         if isinstance(node, ast.Name | ast.Attribute) and _names_a_device(node):
             return False
-    return not _moving_transform(ctx)
+    return not ctx.analysis(MovingTransform).found
 
 
-def _moving_transform(ctx: Context) -> bool:
-    """True when the file has a transform that may move samples to a device: a lambda, a ``__call__`` method or a
+@dataclass(frozen=True, slots=True)
+class MovingTransform(Analysis):
+    """Whether the file has a transform that may move samples to a device: a lambda, a ``__call__`` method or a
     function handed to ``transforms.Lambda`` that calls ``.cuda()``/``.to(...)``."""
-    cached = ctx.file_facts.get("device_moving_transform")
-    if cached is None:
+
+    found: bool
+
+    @classmethod
+    def compute(cls, ctx: Context) -> MovingTransform:
         functions = [n for n in ast.walk(ctx.tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
         wrapped = {
             arg.id
@@ -390,9 +414,9 @@ def _moving_transform(ctx: Context) -> bool:
         }
         candidates = [n for n in ast.walk(ctx.tree) if isinstance(n, ast.Lambda)]
         candidates += [f for f in functions if f.name == "__call__" or f.name in wrapped]
-        cached = any(isinstance(n, ast.Attribute) and n.attr in ("cuda", "to") for c in candidates for n in ast.walk(c))
-        ctx.file_facts["device_moving_transform"] = cached
-    return cached
+        return cls(
+            any(isinstance(n, ast.Attribute) and n.attr in ("cuda", "to") for c in candidates for n in ast.walk(c))
+        )
 
 
 # ---------------------------------------------------------------------------------------------- names for fixes
@@ -447,7 +471,7 @@ def device_variables(kinds: frozenset[str], at: ast.AST, ctx: Context) -> list[s
     shadowed: set[str] = set()
     for inner in enclosing:
         shadowed |= bound_names(inner)
-    module_names = _module_assignment_counts(ctx)
+    module_names = ctx.analysis(ModuleBindingCounts).counts
     for name in _assigned_device_names(ctx.tree.body, kinds, statement, ctx):
         if name not in shadowed and module_names.get(name) == 1:
             found.append(name)
@@ -475,24 +499,28 @@ def _assigned_device_names(body: list[ast.stmt], kinds: frozenset[str], before: 
             yield statement.targets[0].id
 
 
-def _module_assignment_counts(ctx: Context) -> dict[str, int]:
-    cached = ctx.file_facts.get("device_module_names")
-    if cached is None:
-        cached = {}
+@dataclass(frozen=True, slots=True)
+class ModuleBindingCounts(Analysis):
+    """How many times module-level code binds each name (assignments, imports, definitions)."""
+
+    counts: dict[str, int]
+
+    @classmethod
+    def compute(cls, ctx: Context) -> ModuleBindingCounts:
+        counts: dict[str, int] = {}
         stack: list[ast.AST] = list(ctx.tree.body)
         while stack:
             node = stack.pop()
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-                cached[node.name] = cached.get(node.name, 0) + 1
+                counts[node.name] = counts.get(node.name, 0) + 1
                 continue  # their bodies bind their own names
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-                cached[node.id] = cached.get(node.id, 0) + 1
+                counts[node.id] = counts.get(node.id, 0) + 1
             elif isinstance(node, ast.alias):
                 name = (node.asname or node.name).split(".")[0]
-                cached[name] = cached.get(name, 0) + 1
+                counts[name] = counts.get(name, 0) + 1
             stack.extend(ast.iter_child_nodes(node))
-        ctx.file_facts["device_module_names"] = cached
-    return cached
+        return cls(counts)
 
 
 def postfix_ready(node: ast.expr) -> bool:
@@ -685,11 +713,18 @@ def self_name(function: ast.AST) -> str | None:
 def forward_helpers(klass, ctx: Context) -> frozenset[str]:
     """Methods ``forward`` calls on its instance (``self.add_positions(h)``): they compute on its inputs too.
     Computed once per class and file: rules ask at every node they visit."""
-    cache = ctx.file_facts.setdefault("device.forward_helpers", {})
+    cache = ctx.analysis(ForwardHelpers).by_class
     found = cache.get(klass)
     if found is None:
         found = cache[klass] = _forward_helpers(klass)
     return found
+
+
+@dataclass(slots=True)
+class ForwardHelpers(Analysis):
+    """The methods each class's ``forward`` calls on its instance (:func:`forward_helpers`), found on demand."""
+
+    by_class: dict[ClassInfo, frozenset[str]] = field(default_factory=dict)
 
 
 def _forward_helpers(klass) -> frozenset[str]:

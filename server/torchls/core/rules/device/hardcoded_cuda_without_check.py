@@ -53,14 +53,16 @@ class HardcodedCudaWithoutCheck(Rule):
     kb_entry = "torch.cuda.is_available"
     node_types = (ast.Call, ast.Assign)
 
+    def __init__(self) -> None:
+        self._sites: dict[ast.AST, str] = {}  # each place that names a GPU, and what it names
+
     def visit(self, node: ast.Call | ast.Assign, ctx: Context) -> None:
         site = _site(node, ctx) if isinstance(node, ast.Call) else _assigned_site(node, ctx)
         if site is not None:
-            sites = ctx.file_facts.setdefault("tl206_sites", {})
-            sites.setdefault(site[0], site[1])
+            self._sites.setdefault(site[0], site[1])
 
     def finish(self, ctx: Context) -> None:
-        sites: dict[ast.AST, str] = ctx.file_facts.get("tl206_sites", {})
+        sites = self._sites
         if not sites or _decides_at_run_time(ctx):
             return
         reachable = _script_functions(ctx)

@@ -1,10 +1,11 @@
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass, field
 
 from torchls.core import control_flow
 from torchls.core.findings import Fix, Related, Severity
-from torchls.core.rules.base import Context, Rule
+from torchls.core.rules.base import Analysis, Context, Rule
 from torchls.core.rules.device import common
 from torchls.core.values import DeviceValue, Literal, ModuleValue, parse_device
 
@@ -324,9 +325,17 @@ def _events(name: str, scope: ast.AST, ctx: Context) -> list[ast.Name | ast.Call
     return sorted(found, key=_position)
 
 
+@dataclass(slots=True)
+class GlobalUsers(Analysis):
+    """For a global name: the file's functions and methods that read it themselves (``_global_users``), found the
+    first time a rule asks about the name."""
+
+    by_name: dict[str, tuple[set[str], set[str]]] = field(default_factory=dict)
+
+
 def _global_users(name: str, ctx: Context) -> tuple[set[str], set[str]]:
     """The file's functions and methods that read a global ``name`` themselves (not a parameter or a local)."""
-    cache = ctx.file_facts.setdefault("tl209_users", {})
+    cache = ctx.analysis(GlobalUsers).by_name
     if name not in cache:
         functions: set[str] = set()
         methods: set[str] = set()

@@ -46,10 +46,13 @@ class LoadWithoutMapLocation(Rule):
     node_types = (ast.Call,)
     fixable = True
 
+    def __init__(self) -> None:
+        self._evidence: ast.Call | None = None  # the first call that puts something on an accelerator
+        self._loads: list[tuple[ast.Call, Fix | None]] = []  # loads without map_location, with their fix
+
     def visit(self, node: ast.Call, ctx: Context) -> None:
-        evidence = ctx.file_facts.setdefault("tl205_evidence", [])
-        if not evidence and _uses_accelerator(node, ctx):
-            evidence.append(node)
+        if self._evidence is None and _uses_accelerator(node, ctx):
+            self._evidence = node
         call = ctx.call(node)
         if call.qualname not in _LOADERS or not node.args or isinstance(node.args[0], ast.Starred):
             return
@@ -57,20 +60,20 @@ class LoadWithoutMapLocation(Rule):
             return
         if _reads_back_in_place(node, ctx):
             return
-        ctx.file_facts.setdefault("tl205_loads", []).append((node, _fix(node, ctx)))
+        self._loads.append((node, _fix(node, ctx)))
 
     def finish(self, ctx: Context) -> None:
-        evidence = ctx.file_facts.get("tl205_evidence")
-        if not evidence:
+        evidence = self._evidence
+        if evidence is None:
             return
-        for node, fix in ctx.file_facts.get("tl205_loads", []):
+        for node, fix in self._loads:
             name = ctx.text(node.func)
             ctx.report(
                 node,
                 f"`{name}` 没有指定 `map_location`，而这个文件会把模型或张量放到 GPU 上："
                 "GPU 上保存的 checkpoint 在没有 GPU 的机器上加载会失败",
                 fix=fix,
-                related=(Related(ctx.span(evidence[0]), "这里把模型或张量放到了 GPU 上"),),
+                related=(Related(ctx.span(evidence), "这里把模型或张量放到了 GPU 上"),),
             )
 
 

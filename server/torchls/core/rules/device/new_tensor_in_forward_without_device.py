@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from torchls.core.facts import (
     DEFAULT_DEVICE_CREATION_FUNCTIONS,
@@ -10,7 +10,7 @@ from torchls.core.facts import (
     TENSOR_RETURNING_METHODS,
 )
 from torchls.core.findings import Fix, Related, Severity
-from torchls.core.rules.base import Context, Rule
+from torchls.core.rules.base import Analysis, Context, Rule
 from torchls.core.rules.device import common
 from torchls.core.values import CPU, ModuleValue, TupleValue
 
@@ -71,6 +71,9 @@ class NewTensorInForwardWithoutDevice(Rule):
     node_types = (ast.Call, ast.BinOp, ast.Compare)
     fixable = True
 
+    def __init__(self) -> None:
+        self._candidates: dict[ast.Call, _Candidate] = {}  # CPU creations that meet the input or a parameter
+
     def visit(self, node: ast.AST, ctx: Context) -> None:
         if isinstance(node, ast.Call):
             common.record_move(node, ctx)
@@ -80,7 +83,7 @@ class NewTensorInForwardWithoutDevice(Rule):
         if function.name != "forward" and function.name not in common.forward_helpers(klass, ctx):
             return
         forward = _Forward(function, klass, ctx)
-        candidates = ctx.file_facts.setdefault("tl203_candidates", {})
+        candidates = self._candidates
         layer_input = common.layer_input(node, ctx) if isinstance(node, ast.Call) else None
         if layer_input is not None:
             creation = forward.cpu_created(layer_input)
@@ -97,7 +100,7 @@ class NewTensorInForwardWithoutDevice(Rule):
                     candidates[creation] = _Candidate(creation, node, what, klass.name, forward.fix(creation))
 
     def finish(self, ctx: Context) -> None:
-        candidates: dict[ast.Call, _Candidate] = ctx.file_facts.get("tl203_candidates", {})
+        candidates = self._candidates
         if not candidates:
             return
         moved = _moved_classes(ctx)
@@ -122,6 +125,15 @@ class NewTensorInForwardWithoutDevice(Rule):
             )
 
 
+@dataclass(slots=True)
+class _ForwardFacts(Analysis):
+    """What this rule reads from each ``forward`` (or helper it calls), once per function and file: the values of
+    its local names with the class's parameter attributes, and whether its input is surely a tensor."""
+
+    by_function: dict[ast.AST, tuple[dict[str, list[ast.expr | None]], frozenset[str]]] = field(default_factory=dict)
+    input_tensor: dict[ast.AST, bool] = field(default_factory=dict)
+
+
 class _Forward:
     """What a ``forward`` method's code proves about its tensors."""
 
@@ -135,7 +147,7 @@ class _Forward:
         params = [a for a in [*function.args.posonlyargs, *function.args.args]][1:]
         self.input = params[0].arg if params and owns_input else None
         self.input_annotation = params[0].annotation if params else None
-        cache = ctx.file_facts.setdefault("tl203_forward", {})
+        cache = ctx.analysis(_ForwardFacts).by_function
         if function not in cache:
             cache[function] = (_stores(function), _parameter_attributes(klass, ctx))
         self.stores, self.parameters = cache[function]
@@ -328,7 +340,7 @@ class _Forward:
         """True when ``forward``'s first argument is certainly a tensor (not a list, a dict or a tuple of them)."""
         if self.input is None:
             return False
-        cache = self.ctx.file_facts.setdefault("tl203_input_tensor", {})
+        cache = self.ctx.analysis(_ForwardFacts).input_tensor
         if self.function in cache:
             return cache[self.function]
         result = False
@@ -468,7 +480,7 @@ def _moved_classes(ctx: Context) -> dict[str, ast.AST]:
         receiver = move.receiver
         if isinstance(receiver, ModuleValue):
             _mark(receiver, move.node, moved, ctx)
-    classes = ctx.file_facts.get("classes", {})
+    classes = ctx.classes
     for name in list(classes):
         for base in common.class_chain(name, ctx)[1:]:
             if name in moved and base.name not in moved:
@@ -483,7 +495,7 @@ def _mark(module: ModuleValue, node: ast.AST, moved: dict[str, ast.AST], ctx: Co
     if module.user_class is None or module.user_class in moved:
         return
     moved[module.user_class] = node
-    classes = ctx.file_facts.get("classes", {})
+    classes = ctx.classes
     klass = classes.get(module.user_class)
     if klass is None:
         return

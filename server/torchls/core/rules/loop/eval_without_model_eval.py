@@ -47,6 +47,9 @@ class EvalWithoutModelEval(Rule):
     kb_entry = "torch.nn.Module.eval"
     node_types = (ast.Call,)
 
+    def __init__(self) -> None:
+        self._reported: set[tuple[int, str]] = set()  # (id of the scope, model name): reported once per scope
+
     def visit(self, node: ast.Call, ctx: Context) -> None:
         if not isinstance(node.func, ast.Name) or ctx.grad_enabled or flow.grad_mode(node, ctx) != flow.DISABLED:
             return
@@ -56,7 +59,7 @@ class EvalWithoutModelEval(Rule):
             return
         name = node.func.id
         scope = flow.scope_of(node, ctx)
-        reported = ctx.file_facts.setdefault("TL403.reported", set())
+        reported = self._reported
         if (id(scope), name) in reported or _only_shape_used(node, ctx) or _part_of_training_step(node, ctx):
             return
         if flow.is_parameter(scope, name):

@@ -9,6 +9,7 @@ order they run) are ``core/control_flow.py``'s. Everything here answers "unknown
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass, field
 
 from torchls.core.control_flow import (
     FUNCTIONS,
@@ -20,7 +21,7 @@ from torchls.core.control_flow import (
     position,
     scope_nodes,
 )
-from torchls.core.rules.base import Context
+from torchls.core.rules.base import Analysis, Context
 
 LOOPS = (ast.For, ast.AsyncFor, ast.While)
 
@@ -125,19 +126,25 @@ def grad_mode(node: ast.AST, ctx: Context) -> str | None:
     return None if sets_grad_mode_globally(ctx) else ENABLED
 
 
-def sets_grad_mode_globally(ctx: Context) -> bool:
-    """True when the file switches grad mode with a plain call (``torch.set_grad_enabled(False)`` on its own line)."""
-    cached = ctx.file_facts.get("loop.global_grad_mode")
-    if cached is None:
-        cached = False
+@dataclass(frozen=True, slots=True)
+class GlobalGradSwitch(Analysis):
+    """Whether the file switches grad mode with a plain call (``torch.set_grad_enabled(False)`` on its own line)."""
+
+    switches: bool
+
+    @classmethod
+    def compute(cls, ctx: Context) -> GlobalGradSwitch:
         for node in ast.walk(ctx.tree):
             if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
                 qualname = ctx.qualify(node.value.func) or ""
                 if qualname in _SET_GRAD_ENABLED or qualname.endswith("_set_grad_enabled"):
-                    cached = True
-                    break
-        ctx.file_facts["loop.global_grad_mode"] = cached
-    return cached
+                    return cls(True)
+        return cls(False)
+
+
+def sets_grad_mode_globally(ctx: Context) -> bool:
+    """True when the file switches grad mode with a plain call (``torch.set_grad_enabled(False)`` on its own line)."""
+    return ctx.analysis(GlobalGradSwitch).switches
 
 
 # ---------------------------------------------------------------------------------------------- names
@@ -155,11 +162,18 @@ def bindings(scope: Scope, name: str, ctx: Context | None = None) -> list[ast.AS
     (with ``ctx``, the scope is indexed once per file)."""
     if ctx is None:
         return _binding_index(scope).get(name, [])
-    cache = ctx.file_facts.setdefault("loop.bindings", {})
-    index = cache.get(id(scope))
+    cache = ctx.analysis(ScopeBindings).by_scope
+    index = cache.get(scope)
     if index is None:
-        index = cache[id(scope)] = _binding_index(scope)
+        index = cache[scope] = _binding_index(scope)
     return index.get(name, [])
+
+
+@dataclass(slots=True)
+class ScopeBindings(Analysis):
+    """Each scope's bindings by name (``_binding_index``), indexed the first time a rule asks about the scope."""
+
+    by_scope: dict[ast.AST, dict[str, list[ast.AST]]] = field(default_factory=dict)
 
 
 def _binding_index(scope: Scope) -> dict[str, list[ast.AST]]:
@@ -348,10 +362,17 @@ def step_window(node: ast.AST, calls: list[ast.Call], ctx: Context) -> list[ast.
 def file_mentions(ctx: Context, *words: str) -> bool:
     """Whether the file's text contains any of ``words`` (cached per file: rules call this for every node as a
     cheap way to skip files that cannot have their pattern)."""
-    cache = ctx.file_facts.setdefault("loop.mentions", {})
+    cache = ctx.analysis(Mentions).words
     found = False
     for word in words:
         if word not in cache:
             cache[word] = word in ctx.source.text
         found = found or cache[word]
     return found
+
+
+@dataclass(slots=True)
+class Mentions(Analysis):
+    """Whether the file's text contains a word, looked up once per word and file."""
+
+    words: dict[str, bool] = field(default_factory=dict)

@@ -1,10 +1,11 @@
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 
 from torchls.core import control_flow
 from torchls.core.findings import Severity
-from torchls.core.rules.base import Context, Rule
+from torchls.core.rules.base import Analysis, Context, Rule
 from torchls.core.rules.loop import flow
 from torchls.core.values import InstanceValue
 
@@ -136,7 +137,7 @@ def _may_step(call: ast.Call, scheduler: str, optimizer: str | None, ctx: Contex
         if not qualname.startswith("torch.optim.lr_scheduler."):
             return True
     called = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
-    return called is not None and called in _stepping_functions(ctx)
+    return called is not None and called in ctx.analysis(SteppingFunctions).names
 
 
 def _steps_optimizer(call: ast.Call, optimizer: str | None, ctx: Context) -> bool:
@@ -165,21 +166,25 @@ def _hands_to_stepper(call: ast.Call, optimizer: str | None, ctx: Context) -> bo
         return False
     func = call.func
     called = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
-    return called is not None and called in _stepping_functions(ctx)
+    return called is not None and called in ctx.analysis(SteppingFunctions).names
 
 
-def _stepping_functions(ctx: Context) -> set[str]:
-    """Functions and methods of this file whose body calls some ``.step(...)``, or calls one that does."""
-    cached = ctx.file_facts.get("TL406.stepping")
-    if cached is None:
+@dataclass(frozen=True, slots=True)
+class SteppingFunctions(Analysis):
+    """Names of the file's functions and methods whose body calls some ``.step(...)``, or calls one that does."""
+
+    names: frozenset[str]
+
+    @classmethod
+    def compute(cls, ctx: Context) -> SteppingFunctions:
         calls: dict[str, set[str]] = {}
-        cached = set()
+        stepping: set[str] = set()
         for node in ast.walk(ctx.tree):
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 called = calls.setdefault(node.name, set())
                 for inner in ast.walk(node):
                     if isinstance(inner, ast.Attribute) and inner.attr == "step":
-                        cached.add(node.name)
+                        stepping.add(node.name)
                     elif isinstance(inner, ast.Call):
                         func = inner.func
                         name = (
@@ -195,8 +200,7 @@ def _stepping_functions(ctx: Context) -> set[str]:
         while changed:  # callers of stepping functions step too
             changed = False
             for name, called in calls.items():
-                if name not in cached and called & cached:
-                    cached.add(name)
+                if name not in stepping and called & stepping:
+                    stepping.add(name)
                     changed = True
-        ctx.file_facts["TL406.stepping"] = cached
-    return cached
+        return cls(frozenset(stepping))

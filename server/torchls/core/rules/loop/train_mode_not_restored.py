@@ -1,10 +1,11 @@
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 
 from torchls.core import control_flow
 from torchls.core.findings import Edit, Fix, Severity
-from torchls.core.rules.base import Context, Rule
+from torchls.core.rules.base import Analysis, Context, Rule
 from torchls.core.rules.loop import flow, modules
 from torchls.core.text import Span
 from torchls.core.values import ModuleValue
@@ -135,20 +136,25 @@ def _calls_train_elsewhere(call: ast.Call, ctx: Context) -> bool:
     """A call of a function or method of this file whose body calls some ``.train(...)``."""
     func = call.func
     called = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
-    return called is not None and called in _training_functions(ctx)
+    return called is not None and called in ctx.analysis(TrainingFunctions).names
 
 
-def _training_functions(ctx: Context) -> set[str]:
-    cached = ctx.file_facts.get("TL412.train_functions")
-    if cached is None:
-        cached = {
-            node.name
-            for node in ast.walk(ctx.tree)
-            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
-            and any(isinstance(n, ast.Attribute) and n.attr == "train" for n in ast.walk(node))
-        }
-        ctx.file_facts["TL412.train_functions"] = cached
-    return cached
+@dataclass(frozen=True, slots=True)
+class TrainingFunctions(Analysis):
+    """Names of the file's functions and methods whose body calls some ``.train(...)``."""
+
+    names: frozenset[str]
+
+    @classmethod
+    def compute(cls, ctx: Context) -> TrainingFunctions:
+        return cls(
+            frozenset(
+                node.name
+                for node in ast.walk(ctx.tree)
+                if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+                and any(isinstance(n, ast.Attribute) and n.attr == "train" for n in ast.walk(node))
+            )
+        )
 
 
 def _mode_free(value: object) -> bool:
