@@ -67,6 +67,23 @@ class Analysis:
         return cls()
 
 
+class WalkAnalysis(Analysis):
+    """An analysis recorded during the interpreter's walk, because what it reads (the values at a node, the
+    function being evaluated) is only known then. The checker runs each one in ``rules.WALK_ANALYSES`` at its
+    :attr:`node_types` before the rules do, whichever rules are selected."""
+
+    __slots__ = ()
+    node_types: ClassVar[tuple[type[ast.AST], ...]] = ()
+
+    def visit(self, node: Any, ctx: Context) -> None:
+        """Called once per node of :attr:`node_types`, as :meth:`Rule.visit` is."""
+
+    @property
+    def code(self) -> str:
+        """How the interpreter's log names this visitor when it fails (it names rules by code)."""
+        return type(self).__name__
+
+
 @dataclass(slots=True)
 class CallInfo:
     """A call, classified once: which torch function, tensor method or layer it calls, with argument values."""

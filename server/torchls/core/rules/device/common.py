@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from torchls.core import control_flow
 from torchls.core.findings import Related
-from torchls.core.rules.base import Analysis, CallInfo, Context
+from torchls.core.rules.base import Analysis, CallInfo, Context, WalkAnalysis
 from torchls.core.statements import nested_statements
 from torchls.core.values import (
     ACCELERATOR,
@@ -184,23 +184,23 @@ def _names_a_device(node: ast.expr) -> bool:
 
 
 @dataclass(slots=True)
-class ModelMoves(Analysis):
-    """Every move of a model (``model.to(device)``, ``.cuda()``, ``.cpu()``) recorded so far, in walk order."""
+class ModelMoves(WalkAnalysis):
+    """Every move of a model (``model.to(device)``, ``.cuda()``, ``.cpu()``) in walk order, recorded as the
+    interpreter evaluates the call, whichever rules are selected: at a call, :func:`module_device` sees the moves
+    evaluated before it."""
 
+    node_types = (ast.Call,)
     by_call: dict[ast.Call, Move] = field(default_factory=dict)
 
-
-def record_move(node: ast.Call, ctx: Context) -> None:
-    """Remember a move of a model (called by every rule that visits calls; recording twice is harmless)."""
-    moves = ctx.analysis(ModelMoves).by_call
-    if node in moves:
-        return
-    call = ctx.call(node)
-    if not isinstance(call.receiver, ModuleValue):
-        return
-    is_move, device, named = move_device(call, ctx)
-    if is_move:
-        moves[node] = Move(node, device, call.receiver, ctx.function, named)
+    def visit(self, node: ast.Call, ctx: Context) -> None:
+        if node in self.by_call:
+            return  # the first evaluation that moves a model counts
+        call = ctx.call(node)
+        if not isinstance(call.receiver, ModuleValue):
+            return
+        is_move, device, named = move_device(call, ctx)
+        if is_move:
+            self.by_call[node] = Move(node, device, call.receiver, ctx.function, named)
 
 
 def all_moves(ctx: Context) -> list[Move]:

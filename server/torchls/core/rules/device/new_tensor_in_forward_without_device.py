@@ -75,8 +75,6 @@ class NewTensorInForwardWithoutDevice(Rule):
         self._candidates: dict[ast.Call, _Candidate] = {}  # CPU creations that meet the input or a parameter
 
     def visit(self, node: ast.AST, ctx: Context) -> None:
-        if isinstance(node, ast.Call):
-            common.record_move(node, ctx)
         function, klass = ctx.function, ctx.klass
         if function is None or klass is None or not klass.is_module:
             return

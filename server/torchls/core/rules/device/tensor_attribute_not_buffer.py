@@ -104,8 +104,6 @@ class TensorAttributeNotBuffer(Rule):
         self._uses: dict[tuple[str, str], _Use] = {}  # (class, attribute): its first use next to a device tensor
 
     def visit(self, node: ast.AST, ctx: Context) -> None:
-        if isinstance(node, ast.Call):
-            common.record_move(node, ctx)
         function, klass = ctx.function, ctx.klass
         if function is None or klass is None or not klass.is_module or common.default_device_may_change(ctx):
             return
