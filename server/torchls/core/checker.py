@@ -62,7 +62,7 @@ class Checker:
             for cls in self.rule_classes
             if not cls.requires_text or any(word in text for word in cls.requires_text)
         ]
-        # The walk analyses visit first, so a rule at a node sees them as they stand after it.
+        # The walk analyses visit each node first: a rule there sees what they recorded up to and including it.
         recorders = [ctx.analysis(kind) for kind in WALK_ANALYSES]
         dispatch: dict[type[ast.AST], list[Rule | WalkAnalysis]] = {}
         for visitor in [*recorders, *rules]:
