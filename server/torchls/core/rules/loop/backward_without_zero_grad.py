@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 
 from torchls.core.findings import Related, Severity
 from torchls.core.rules.base import Analysis, Context, Rule
+from torchls.core.rules.loop.flow import FileFunctions
 from torchls.core.statements import assigned_names
 from torchls.core.values import InstanceValue
 
@@ -155,9 +156,8 @@ class ZeroingFunctions(Analysis):
         return cls(
             frozenset(
                 function
-                for function in ast.walk(ctx.tree)
-                if isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef)
-                and any(
+                for function in ctx.analysis(FileFunctions).definitions
+                if any(
                     isinstance(inner, ast.Attribute)
                     and (inner.attr == "zero_grad" or (inner.attr == "grad" and isinstance(inner.ctx, ast.Store)))
                     for inner in ast.walk(function)

@@ -150,6 +150,19 @@ def sets_grad_mode_globally(ctx: Context) -> bool:
 # ---------------------------------------------------------------------------------------------- names
 
 
+@dataclass(frozen=True, slots=True)
+class FileFunctions(Analysis):
+    """Every function and method the file defines (nested ones too), in ``ast.walk`` order, and their names."""
+
+    definitions: tuple[ast.FunctionDef | ast.AsyncFunctionDef, ...]
+    names: frozenset[str]
+
+    @classmethod
+    def compute(cls, ctx: Context) -> FileFunctions:
+        found = tuple(n for n in ast.walk(ctx.tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef))
+        return cls(found, frozenset(f.name for f in found))
+
+
 def root_name(expr: ast.AST) -> str | None:
     """``model`` for ``model``, ``model.fc.weight`` or ``model[0]``."""
     while isinstance(expr, ast.Attribute | ast.Subscript):

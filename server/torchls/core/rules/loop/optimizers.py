@@ -467,9 +467,7 @@ class TrainingHelpers(Analysis):
         steps: set[str] = set()
         zeroes: set[str] = set()
         calls: dict[str, set[str]] = {}
-        for node in ast.walk(ctx.tree):
-            if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-                continue
+        for node in ctx.analysis(flow.FileFunctions).definitions:
             called = calls.setdefault(node.name, set())
             for inner in ast.walk(node):
                 if isinstance(inner, ast.Attribute):

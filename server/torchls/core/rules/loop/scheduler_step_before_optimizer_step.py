@@ -1,12 +1,11 @@
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 
 from torchls.core import control_flow
 from torchls.core.findings import Severity
-from torchls.core.rules.base import Analysis, Context, Rule
-from torchls.core.rules.loop import flow
+from torchls.core.rules.base import Context, Rule
+from torchls.core.rules.loop import flow, optimizers
 from torchls.core.values import InstanceValue
 
 # Schedulers whose step() is not the "first value" kind: they check nothing, or step others.
@@ -137,7 +136,7 @@ def _may_step(call: ast.Call, scheduler: str, optimizer: str | None, ctx: Contex
         if not qualname.startswith("torch.optim.lr_scheduler."):
             return True
     called = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
-    return called is not None and called in ctx.analysis(SteppingFunctions).names
+    return called is not None and called in ctx.analysis(optimizers.TrainingHelpers).stepping
 
 
 def _steps_optimizer(call: ast.Call, optimizer: str | None, ctx: Context) -> bool:
@@ -166,41 +165,4 @@ def _hands_to_stepper(call: ast.Call, optimizer: str | None, ctx: Context) -> bo
         return False
     func = call.func
     called = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
-    return called is not None and called in ctx.analysis(SteppingFunctions).names
-
-
-@dataclass(frozen=True, slots=True)
-class SteppingFunctions(Analysis):
-    """Names of the file's functions and methods whose body calls some ``.step(...)``, or calls one that does."""
-
-    names: frozenset[str]
-
-    @classmethod
-    def compute(cls, ctx: Context) -> SteppingFunctions:
-        calls: dict[str, set[str]] = {}
-        stepping: set[str] = set()
-        for node in ast.walk(ctx.tree):
-            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-                called = calls.setdefault(node.name, set())
-                for inner in ast.walk(node):
-                    if isinstance(inner, ast.Attribute) and inner.attr == "step":
-                        stepping.add(node.name)
-                    elif isinstance(inner, ast.Call):
-                        func = inner.func
-                        name = (
-                            func.id
-                            if isinstance(func, ast.Name)
-                            else func.attr
-                            if isinstance(func, ast.Attribute)
-                            else None
-                        )
-                        if name:
-                            called.add(name)
-        changed = True
-        while changed:  # callers of stepping functions step too
-            changed = False
-            for name, called in calls.items():
-                if name not in stepping and called & stepping:
-                    stepping.add(name)
-                    changed = True
-        return cls(frozenset(stepping))
+    return called is not None and called in ctx.analysis(optimizers.TrainingHelpers).stepping

@@ -149,10 +149,9 @@ class TrainingFunctions(Analysis):
     def compute(cls, ctx: Context) -> TrainingFunctions:
         return cls(
             frozenset(
-                node.name
-                for node in ast.walk(ctx.tree)
-                if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
-                and any(isinstance(n, ast.Attribute) and n.attr == "train" for n in ast.walk(node))
+                function.name
+                for function in ctx.analysis(flow.FileFunctions).definitions
+                if any(isinstance(n, ast.Attribute) and n.attr == "train" for n in ast.walk(function))
             )
         )
 

@@ -1,11 +1,10 @@
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 
 from torchls.core import control_flow
 from torchls.core.findings import Severity
-from torchls.core.rules.base import Analysis, Context, Rule
+from torchls.core.rules.base import Context, Rule
 from torchls.core.rules.loop import flow, optimizers
 from torchls.core.statements import assigned_names
 from torchls.core.values import ModuleValue
@@ -159,7 +158,7 @@ def _handed_away(calls: list[ast.Call], held: set[str], ctx: Context) -> bool:
     """The optimizer or one of its models (or a part of one) goes to a function that may clear gradients: one
     whose body is not in this file (those that clear them are already ruled out). Torch functions, builtins and
     scaler calls are fine."""
-    defined = ctx.analysis(FunctionNames).names | _BUILTINS
+    defined = ctx.analysis(flow.FileFunctions).names | _BUILTINS
     for call in calls:
         if _zero_grad_call(call) or optimizers.is_scaler_call(call, ctx):
             continue
@@ -175,16 +174,3 @@ def _handed_away(calls: list[ast.Call], held: set[str], ctx: Context) -> bool:
         if optimizers.called_name(call) not in defined:
             return True
     return False
-
-
-@dataclass(frozen=True, slots=True)
-class FunctionNames(Analysis):
-    """Names of every function and method the file defines."""
-
-    names: frozenset[str]
-
-    @classmethod
-    def compute(cls, ctx: Context) -> FunctionNames:
-        return cls(
-            frozenset(n.name for n in ast.walk(ctx.tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef))
-        )
