@@ -14,8 +14,8 @@ from torchls.core.interpreter import Interpreter
 from torchls.core.noqa import suppressed_codes
 from torchls.core.parsing import parse_tolerant
 from torchls.core.receivers import ClassOf, NodeKey, file_values, receiver_table
-from torchls.core.rules import ALL_RULES
-from torchls.core.rules.base import Context, Rule
+from torchls.core.rules import ALL_RULES, WALK_ANALYSES
+from torchls.core.rules.base import Context, Rule, WalkAnalysis
 from torchls.core.statements import child_statements
 from torchls.core.text import SourceText
 
@@ -62,10 +62,12 @@ class Checker:
             for cls in self.rule_classes
             if not cls.requires_text or any(word in text for word in cls.requires_text)
         ]
-        dispatch: dict[type[ast.AST], list[Rule]] = {}
-        for rule in rules:
-            for node_type in rule.node_types:
-                dispatch.setdefault(node_type, []).append(rule)
+        # The walk analyses visit each node first: a rule there sees what they recorded up to and including it.
+        recorders = [ctx.analysis(kind) for kind in WALK_ANALYSES]
+        dispatch: dict[type[ast.AST], list[Rule | WalkAnalysis]] = {}
+        for visitor in [*recorders, *rules]:
+            for node_type in visitor.node_types:
+                dispatch.setdefault(node_type, []).append(visitor)
         interpreter = Interpreter(ctx, dispatch)
         if receivers:
             interpreter.call_values = {}  # what the calls agree on, for hover (core/receivers.file_values)

@@ -22,6 +22,22 @@ TENSOR_FUNCTIONS = frozenset(
     """.split()
 )
 
+# torch.* functions that make a new tensor (the interpreter models their result from their arguments).
+CREATION_FUNCTIONS = frozenset(
+    "torch." + name
+    for name in """
+    zeros ones empty full eye arange linspace logspace rand randn randint randperm tensor as_tensor from_numpy
+    zeros_like ones_like empty_like full_like rand_like randn_like randint_like
+    """.split()
+)
+
+# The creation functions whose tensor lands on the default device (the CPU) unless they are given ``device=``:
+# not the ``*_like`` ones, which follow their argument's device, nor ``from_numpy``/``as_tensor``, which follow
+# their data.
+DEFAULT_DEVICE_CREATION_FUNCTIONS = CREATION_FUNCTIONS - {
+    name for name in CREATION_FUNCTIONS if name.endswith("_like") or name in ("torch.from_numpy", "torch.as_tensor")
+}
+
 # torch.nn.functional.* functions that always return one Tensor.
 FUNCTIONAL_TENSOR_FUNCTIONS = frozenset(
     "torch.nn.functional." + name

@@ -132,7 +132,7 @@ class InterpreterBase:
 
     def _problem(self, node: ast.AST, kind: str, problem: str | None) -> None:
         if problem:
-            self.ctx.file_facts.setdefault("problems", {})[node] = (kind, problem)
+            self.ctx.shape_problems[node] = (kind, problem)
 
     def _user_class_of(self, value: Value) -> ClassInfo | None:
         """The file's class that ``value`` is an instance of (a model, a dataset, any class of the file)."""

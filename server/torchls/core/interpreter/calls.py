@@ -13,11 +13,10 @@ from collections.abc import Callable
 from typing import Any
 
 from torchls.core import facts
-from torchls.core.facts import DTYPE_METHODS
+from torchls.core.facts import CREATION_FUNCTIONS, DTYPE_METHODS
 from torchls.core.interpreter.base import _UNROLL_ITEMS, Env, InterpreterBase, log
 from torchls.core.interpreter.known_values import _int, _known_items, _literal
 from torchls.core.interpreter.torch_tables import (
-    CREATION_FUNCTIONS,
     PROVENANCE_METHODS,
     SHAPE_METHODS,
     TENSOR_ONLY_CONVERSIONS,

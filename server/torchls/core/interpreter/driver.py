@@ -94,7 +94,7 @@ class Interpreter(
         }
         text = self.ctx.source.text
         self.default_device_changed = "set_default_device" in text or "set_default_tensor_type" in text
-        self.ctx.file_facts["classes"] = self.classes
+        self.ctx.classes = self.classes
         self.ctx.tree = tree
         self.block(tree.body, self.module_env)
         self._settle_unstable_reads()

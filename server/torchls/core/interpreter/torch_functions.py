@@ -13,10 +13,10 @@ import math
 from typing import Any
 
 from torchls.core import shapes
+from torchls.core.facts import CREATION_FUNCTIONS
 from torchls.core.interpreter.base import Env, InterpreterBase
 from torchls.core.interpreter.known_values import _dims, _int, _literal
 from torchls.core.interpreter.torch_tables import (
-    CREATION_FUNCTIONS,
     LAYER_PARAMETERS,
     LOSS_FUNCTIONS,
     PROVENANCE_FUNCTIONS,

@@ -97,12 +97,6 @@ INPLACE_METHODS = frozenset(
 )
 REDUCTIONS = frozenset("sum mean prod std var amax amin nansum nanmean logsumexp norm".split())
 ARG_REDUCTIONS = frozenset({"argmax", "argmin"})
-CREATION_FUNCTIONS = frozenset(
-    "torch." + n
-    for n in "zeros ones empty rand randn full randint arange linspace eye tensor as_tensor "
-    "from_numpy zeros_like ones_like empty_like rand_like randn_like full_like randint_like randperm "
-    "logspace".split()
-)
 LOSS_FUNCTIONS = frozenset(
     "torch.nn.functional." + n
     for n in "cross_entropy nll_loss mse_loss l1_loss smooth_l1_loss huber_loss binary_cross_entropy "

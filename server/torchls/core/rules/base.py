@@ -11,14 +11,17 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
+from torchls.core.control_flow import parent_table
 from torchls.core.findings import Edit, Finding, Fix, Related, Severity
 from torchls.core.text import Position, SourceText, Span
 from torchls.core.values import ModuleValue, Origin, TensorValue, Value
 
 if TYPE_CHECKING:
     from torchls.core.interpreter import ClassInfo
+
+A = TypeVar("A", bound="Analysis")
 
 
 class Rule:
@@ -38,7 +41,8 @@ class Rule:
     raises: ClassVar[bool] = False
 
     def visit(self, node: Any, ctx: Context) -> None:
-        """Called once per node of :attr:`node_types`, after its sub-expressions were evaluated."""
+        """Called once per node of :attr:`node_types`, after its sub-expressions were evaluated. A fresh instance
+        checks each file, so what a rule keeps on ``self`` between :meth:`visit` and :meth:`finish` is that file's."""
 
     def finish(self, ctx: Context) -> None:
         """Called once after the whole file was walked, for rules that need to see all of it."""
@@ -47,6 +51,37 @@ class Rule:
     def summary(cls) -> str:
         """The first line of the docstring: what the rule reports, in one Chinese sentence."""
         return (cls.__doc__ or "").strip().splitlines()[0]
+
+
+class Analysis:
+    """A fact about one file that rules share: ``ctx.analysis(Kind)`` computes it on first use, once per file.
+
+    Subclass (usually as a dataclass) next to the logic that owns the fact and implement :meth:`compute`; a memo
+    filled on demand (every field has a default) needs none. What it says must not depend on which rules run.
+    """
+
+    __slots__ = ()
+
+    @classmethod
+    def compute(cls: type[A], ctx: Context) -> A:
+        return cls()
+
+
+class WalkAnalysis(Analysis):
+    """An analysis recorded during the interpreter's walk, because what it reads (the values at a node, the
+    function being evaluated) is only known then. The checker runs each one in ``rules.WALK_ANALYSES`` at its
+    :attr:`node_types` before the rules do, whichever rules are selected."""
+
+    __slots__ = ()
+    node_types: ClassVar[tuple[type[ast.AST], ...]] = ()
+
+    def visit(self, node: Any, ctx: Context) -> None:
+        """Called once per node of :attr:`node_types`, as :meth:`Rule.visit` is."""
+
+    @property
+    def code(self) -> str:
+        """How the interpreter's log names this visitor when it fails (it names rules by code)."""
+        return type(self).__name__
 
 
 @dataclass(slots=True)
@@ -104,12 +139,17 @@ class Context:
         self.function: ast.FunctionDef | ast.AsyncFunctionDef | None = None
         self.klass: ClassInfo | None = None
         self.grad_enabled = True
-        self.file_facts: dict[str, Any] = {}  # whole-file facts, computed once by whoever needs them first
+        # What the interpreter learns about the whole file: its classes by name, and the shape problems it found
+        # at a node, as (kind, message), which the shape rules report.
+        self.classes: dict[str, ClassInfo] = {}
+        self.shape_problems: dict[ast.AST, tuple[str, str]] = {}
         self.tree: ast.Module = ast.Module(body=[], type_ignores=[])
         # While a model's forward is evaluated again for one call's arguments: that call, added to each finding.
         self.call_site: Origin | None = None
         self.guarded = 0  # > 0 inside the body of a `try` whose handlers catch runtime errors
         self._current: Rule | None = None
+        self._parents: dict[ast.AST, ast.AST] | None = None
+        self._analyses: dict[type[Analysis], Analysis] = {}
 
     # ------------------------------------------------------------------------------ names and values
 
@@ -134,11 +174,16 @@ class Context:
 
     def parents(self) -> dict[ast.AST, ast.AST]:
         """Child -> parent for the whole file, built on first use and shared by every rule."""
-        table = self.file_facts.get("parents")
-        if table is None:
-            table = _parent_table(self.tree)
-            self.file_facts["parents"] = table
-        return table
+        if self._parents is None:
+            self._parents = parent_table(self.tree)
+        return self._parents
+
+    def analysis(self, kind: type[A]) -> A:
+        """The file's ``kind`` analysis, computed on first use and shared by every rule."""
+        found = self._analyses.get(kind)
+        if found is None:
+            found = self._analyses[kind] = kind.compute(self)
+        return found  # type: ignore[return-value]
 
     def module_alias(self, module: str = "torch.nn") -> str:
         """How this file spells ``module`` (``nn`` after ``import torch.nn as nn``), for fixes that add code."""
@@ -211,25 +256,3 @@ class Context:
             return ()
         span = self.source.span_from_ast(origin.node)
         return (Related(span, origin.what),) if span is not None else ()
-
-
-def _parent_table(tree: ast.AST) -> dict[ast.AST, ast.AST]:
-    """Child -> parent. Reads ``_fields`` directly (``ast.walk`` costs twice as much on big files) and skips the
-    shared ``Load``/``Store`` context singletons, which have no single parent."""
-    table: dict[ast.AST, ast.AST] = {}
-    stack = [tree]
-    while stack:
-        node = stack.pop()
-        for name in node._fields:
-            if name == "ctx":
-                continue
-            value = getattr(node, name, None)
-            if isinstance(value, list):
-                for item in value:
-                    if isinstance(item, ast.AST):
-                        table[item] = node
-                        stack.append(item)
-            elif isinstance(value, ast.AST):
-                table[value] = node
-                stack.append(value)
-    return table

@@ -8,10 +8,12 @@ Not a rule: the device rules import it (like ``loss/calls.py`` for the loss rule
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
+from torchls.core import control_flow
 from torchls.core.findings import Related
-from torchls.core.rules.base import CallInfo, Context
+from torchls.core.rules.base import Analysis, CallInfo, Context, WalkAnalysis
 from torchls.core.statements import nested_statements
 from torchls.core.values import (
     ACCELERATOR,
@@ -25,6 +27,9 @@ from torchls.core.values import (
     parse_device,
 )
 
+if TYPE_CHECKING:
+    from torchls.core.interpreter import ClassInfo
+
 ACCELERATED = frozenset({CUDA, ACCELERATOR, MPS})
 
 # Torch layers that own parameters or buffers: calling one that sits on a GPU with a CPU tensor fails.
@@ -36,13 +41,6 @@ PARAMETRIC_LAYERS = frozenset(
     MultiheadAttention Transformer TransformerEncoder TransformerDecoder TransformerEncoderLayer
     TransformerDecoderLayer PReLU
     """.split()
-)
-
-# torch functions that create a tensor from nothing but sizes or data (not the ``*_like`` ones, which follow
-# their argument's device, and not ``from_numpy``/``as_tensor``, which follow their data).
-CREATION_FUNCTIONS = frozenset(
-    "torch." + n
-    for n in "zeros ones empty full rand randn randint randperm arange linspace logspace eye tensor".split()
 )
 
 
@@ -137,73 +135,6 @@ def operand_pairs(node: ast.AST, ctx: Context) -> list[tuple[ast.expr, ast.expr]
     return []
 
 
-# ---------------------------------------------------------------------------------------------- the tree
-
-
-def parents(ctx: Context) -> dict[ast.AST, ast.AST]:
-    """Child -> parent for the whole file (shared by every rule)."""
-    return ctx.parents()
-
-
-def ancestors(node: ast.AST, ctx: Context):
-    table = parents(ctx)
-    current = table.get(node)
-    while current is not None:
-        yield current
-        current = table.get(current)
-
-
-def statement_of(node: ast.AST, ctx: Context) -> ast.stmt | None:
-    if isinstance(node, ast.stmt):
-        return node
-    for parent in ancestors(node, ctx):
-        if isinstance(parent, ast.stmt):
-            return parent
-    return None
-
-
-def walk_scope(scope: ast.AST):
-    """The nodes of a module or function body, not those inside the functions and classes it defines."""
-    stack = list(ast.iter_child_nodes(scope))
-    while stack:
-        node = stack.pop()
-        yield node
-        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda):
-            stack.extend(ast.iter_child_nodes(node))
-
-
-def function_of(node: ast.AST, ctx: Context) -> ast.AST | None:
-    """The innermost function (or lambda) around ``node``; None at module level."""
-    for parent in ancestors(node, ctx):
-        if isinstance(parent, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
-            return parent
-    return None
-
-
-def dominates(statement: ast.stmt, node: ast.AST, ctx: Context) -> bool:
-    """True when ``statement`` runs before ``node`` on every path: both are in the same block, ``node`` later."""
-    table = parents(ctx)
-    block_owner = table.get(statement)
-    if block_owner is None:
-        return False
-    for field_name in ("body", "orelse", "finalbody"):
-        block = getattr(block_owner, field_name, None)
-        if isinstance(block, list) and statement in block:
-            break
-    else:
-        return False
-    index = block.index(statement)
-    later = set(map(id, block[index + 1 :]))
-    current: ast.AST | None = node
-    while current is not None:
-        if id(current) in later:
-            return True
-        if current is block_owner:
-            return False
-        current = table.get(current)
-    return False
-
-
 # ---------------------------------------------------------------------------------------------- moves
 
 
@@ -252,21 +183,29 @@ def _names_a_device(node: ast.expr) -> bool:
     return False
 
 
-def record_move(node: ast.Call, ctx: Context) -> None:
-    """Remember a move of a model (called by every rule that visits calls; recording twice is harmless)."""
-    moves: dict[ast.Call, Move] = ctx.file_facts.setdefault("device_moves", {})
-    if node in moves:
-        return
-    call = ctx.call(node)
-    if not isinstance(call.receiver, ModuleValue):
-        return
-    is_move, device, named = move_device(call, ctx)
-    if is_move:
-        moves[node] = Move(node, device, call.receiver, ctx.function, named)
+@dataclass(slots=True)
+class ModelMoves(WalkAnalysis):
+    """Every move of a model (``model.to(device)``, ``.cuda()``, ``.cpu()``) in walk order, recorded as the
+    interpreter evaluates the call, whichever rules are selected: at a call, :func:`module_device` sees the moves
+    evaluated before it."""
+
+    node_types = (ast.Call,)
+    by_call: dict[ast.Call, Move] = field(default_factory=dict)
+
+    def visit(self, node: ast.Call, ctx: Context) -> None:
+        if node in self.by_call:
+            return  # the first evaluation that moves a model counts
+        call = ctx.call(node)
+        if not isinstance(call.receiver, ModuleValue):
+            return
+        is_move, device, named = move_device(call, ctx)
+        if is_move:
+            self.by_call[node] = Move(node, device, call.receiver, ctx.function, named)
 
 
 def all_moves(ctx: Context) -> list[Move]:
-    return list(ctx.file_facts.get("device_moves", {}).values())
+    """The model moves evaluated so far, in walk order (all of them once the walk is done)."""
+    return list(ctx.analysis(ModelMoves).by_call.values())
 
 
 def module_device(module: ModuleValue, at: ast.AST, ctx: Context) -> tuple[str | None, ast.AST | None]:
@@ -283,17 +222,19 @@ def module_device(module: ModuleValue, at: ast.AST, ctx: Context) -> tuple[str |
     if not same:
         return None, None
     last = same[-1]
-    statement = statement_of(last.node, ctx)
+    statement = control_flow.statement_of(last.node, ctx.parents())
     if statement is None:
         return None, None
-    if last.function is ctx.function and dominates(statement, at, ctx):
+    if last.function is ctx.function and control_flow.dominates_in_block(statement, at, ctx.parents()):
         return last.device, last.node
     if last.function is None and ctx.function is not None:
         # Moved at module level before the function (or class) that uses it is even defined.
         outermost = [
-            a for a in ancestors(at, ctx) if isinstance(a, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+            a
+            for a in control_flow.ancestors(at, ctx.parents())
+            if isinstance(a, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
         ]
-        if outermost and dominates(statement, outermost[-1], ctx):
+        if outermost and control_flow.dominates_in_block(statement, outermost[-1], ctx.parents()):
             return last.device, last.node
     return None, None
 
@@ -351,7 +292,7 @@ def has_parameters(module: ModuleValue, ctx: Context, _seen: frozenset[str] = fr
 
 def class_chain(name: str, ctx: Context) -> list:
     """The file's class ``name`` and its bases defined in the same file (``ClassInfo.chain``)."""
-    info = ctx.file_facts.get("classes", {}).get(name)
+    info = ctx.classes.get(name)
     return info.chain() if info is not None else []
 
 
@@ -378,20 +319,28 @@ def handles_devices(class_name: str, ctx: Context) -> bool:
 
 def default_device_may_change(ctx: Context) -> bool:
     """True when this file can make new tensors land somewhere else than the CPU."""
-    cached = ctx.file_facts.get("device_default_changes")
-    if cached is None:
+    return ctx.analysis(DefaultDeviceChange).possible
+
+
+@dataclass(frozen=True, slots=True)
+class DefaultDeviceChange(Analysis):
+    """Whether the file may change the default device (``set_default_device``, ``with torch.device(...)``)."""
+
+    possible: bool
+
+    @classmethod
+    def compute(cls, ctx: Context) -> DefaultDeviceChange:
         text = ctx.source.text
-        cached = "set_default_tensor_type" in text or "set_default_device" in text
-        if not cached:
-            for node in nested_statements(ctx.tree):  # `with` is a statement: no need to visit every expression
-                if isinstance(node, ast.With | ast.AsyncWith):
-                    for item in node.items:
-                        expr = item.context_expr
-                        target = expr.func if isinstance(expr, ast.Call) else expr
-                        if ctx.qualify(target) == "torch.device" or _names_a_device(target):
-                            cached = True
-        ctx.file_facts["device_default_changes"] = cached
-    return cached
+        if "set_default_tensor_type" in text or "set_default_device" in text:
+            return cls(True)
+        for node in nested_statements(ctx.tree):  # `with` is a statement: no need to visit every expression
+            if isinstance(node, ast.With | ast.AsyncWith):
+                for item in node.items:
+                    expr = item.context_expr
+                    target = expr.func if isinstance(expr, ast.Call) else expr
+                    if ctx.qualify(target) == "torch.device" or _names_a_device(target):
+                        return cls(True)
+        return cls(False)
 
 
 def on_cpu(tensor: TensorValue | None, ctx: Context) -> bool:
@@ -443,14 +392,18 @@ def _loader_on_cpu(iterable: ast.AST, ctx: Context) -> bool:
             return False
         if isinstance(node, ast.Name | ast.Attribute) and _names_a_device(node):
             return False
-    return not _moving_transform(ctx)
+    return not ctx.analysis(MovingTransform).found
 
 
-def _moving_transform(ctx: Context) -> bool:
-    """True when the file has a transform that may move samples to a device: a lambda, a ``__call__`` method or a
+@dataclass(frozen=True, slots=True)
+class MovingTransform(Analysis):
+    """Whether the file has a transform that may move samples to a device: a lambda, a ``__call__`` method or a
     function handed to ``transforms.Lambda`` that calls ``.cuda()``/``.to(...)``."""
-    cached = ctx.file_facts.get("device_moving_transform")
-    if cached is None:
+
+    found: bool
+
+    @classmethod
+    def compute(cls, ctx: Context) -> MovingTransform:
         functions = [n for n in ast.walk(ctx.tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
         wrapped = {
             arg.id
@@ -461,9 +414,9 @@ def _moving_transform(ctx: Context) -> bool:
         }
         candidates = [n for n in ast.walk(ctx.tree) if isinstance(n, ast.Lambda)]
         candidates += [f for f in functions if f.name == "__call__" or f.name in wrapped]
-        cached = any(isinstance(n, ast.Attribute) and n.attr in ("cuda", "to") for c in candidates for n in ast.walk(c))
-        ctx.file_facts["device_moving_transform"] = cached
-    return cached
+        return cls(
+            any(isinstance(n, ast.Attribute) and n.attr in ("cuda", "to") for c in candidates for n in ast.walk(c))
+        )
 
 
 # ---------------------------------------------------------------------------------------------- names for fixes
@@ -501,20 +454,24 @@ def device_variables(kinds: frozenset[str], at: ast.AST, ctx: Context) -> list[s
     A name assigned once, unconditionally, before ``at``: at the top of the enclosing function, or at module
     level (then no enclosing function may bind the same name).
     """
-    statement = statement_of(at, ctx)
+    statement = control_flow.statement_of(at, ctx.parents())
     if statement is None:
         return []
     found: list[str] = []
-    function = function_of(at, ctx)
+    function = control_flow.enclosing_function(at, ctx.parents())
     if function is not None and not isinstance(function, ast.Lambda):
         found += _assigned_devices(function.body, kinds, statement, ctx)
-    enclosing = [f for f in ancestors(at, ctx) if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda)]
-    if any(isinstance(a, ast.ClassDef) for a in ancestors(at, ctx)) and not enclosing:
+    enclosing = [
+        f
+        for f in control_flow.ancestors(at, ctx.parents())
+        if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda)
+    ]
+    if any(isinstance(a, ast.ClassDef) for a in control_flow.ancestors(at, ctx.parents())) and not enclosing:
         return found  # a class body: module names are visible, but keep it simple
     shadowed: set[str] = set()
     for inner in enclosing:
         shadowed |= bound_names(inner)
-    module_names = _module_assignment_counts(ctx)
+    module_names = ctx.analysis(ModuleBindingCounts).counts
     for name in _assigned_device_names(ctx.tree.body, kinds, statement, ctx):
         if name not in shadowed and module_names.get(name) == 1:
             found.append(name)
@@ -531,7 +488,7 @@ def _assigned_devices(body: list[ast.stmt], kinds: frozenset[str], before: ast.s
 
 def _assigned_device_names(body: list[ast.stmt], kinds: frozenset[str], before: ast.stmt, ctx: Context):
     for statement in body:
-        if statement is before or not dominates(statement, before, ctx):
+        if statement is before or not control_flow.dominates_in_block(statement, before, ctx.parents()):
             continue
         if (
             isinstance(statement, ast.Assign)
@@ -542,24 +499,28 @@ def _assigned_device_names(body: list[ast.stmt], kinds: frozenset[str], before: 
             yield statement.targets[0].id
 
 
-def _module_assignment_counts(ctx: Context) -> dict[str, int]:
-    cached = ctx.file_facts.get("device_module_names")
-    if cached is None:
-        cached = {}
+@dataclass(frozen=True, slots=True)
+class ModuleBindingCounts(Analysis):
+    """How many times module-level code binds each name (assignments, imports, definitions)."""
+
+    counts: dict[str, int]
+
+    @classmethod
+    def compute(cls, ctx: Context) -> ModuleBindingCounts:
+        counts: dict[str, int] = {}
         stack: list[ast.AST] = list(ctx.tree.body)
         while stack:
             node = stack.pop()
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-                cached[node.name] = cached.get(node.name, 0) + 1
+                counts[node.name] = counts.get(node.name, 0) + 1
                 continue  # their bodies bind their own names
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-                cached[node.id] = cached.get(node.id, 0) + 1
+                counts[node.id] = counts.get(node.id, 0) + 1
             elif isinstance(node, ast.alias):
                 name = (node.asname or node.name).split(".")[0]
-                cached[name] = cached.get(name, 0) + 1
+                counts[name] = counts.get(name, 0) + 1
             stack.extend(ast.iter_child_nodes(node))
-        ctx.file_facts["device_module_names"] = cached
-    return cached
+        return cls(counts)
 
 
 def postfix_ready(node: ast.expr) -> bool:
@@ -641,8 +602,8 @@ def reaching_value(name: ast.Name, ctx: Context) -> ast.expr | None:
 
 
 def _reaching(name: ast.Name, ctx: Context) -> ast.expr | ast.For | None:
-    table = parents(ctx)
-    current: ast.AST | None = statement_of(name, ctx)
+    table = ctx.parents()
+    current: ast.AST | None = control_flow.statement_of(name, ctx.parents())
     while current is not None:
         parent = table.get(current)
         if parent is None or isinstance(parent, ast.ExceptHandler):
@@ -690,7 +651,7 @@ def node_on_cpu(node: ast.expr | None, ctx: Context) -> bool:
 
 
 def _stores(node: ast.AST, name: str) -> bool:
-    for inner in [node, *walk_scope(node)]:
+    for inner in [node, *control_flow.walk_pruned(node)]:
         if isinstance(inner, ast.Name) and inner.id == name and isinstance(inner.ctx, ast.Store | ast.Del):
             return True
         if isinstance(inner, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and inner.name == name:
@@ -752,11 +713,18 @@ def self_name(function: ast.AST) -> str | None:
 def forward_helpers(klass, ctx: Context) -> frozenset[str]:
     """Methods ``forward`` calls on its instance (``self.add_positions(h)``): they compute on its inputs too.
     Computed once per class and file: rules ask at every node they visit."""
-    cache = ctx.file_facts.setdefault("device.forward_helpers", {})
+    cache = ctx.analysis(ForwardHelpers).by_class
     found = cache.get(klass)
     if found is None:
         found = cache[klass] = _forward_helpers(klass)
     return found
+
+
+@dataclass(slots=True)
+class ForwardHelpers(Analysis):
+    """The methods each class's ``forward`` calls on its instance (:func:`forward_helpers`), found on demand."""
+
+    by_class: dict[ClassInfo, frozenset[str]] = field(default_factory=dict)
 
 
 def _forward_helpers(klass) -> frozenset[str]:

@@ -46,8 +46,6 @@ class CpuAndGpuTensorsMixed(Rule):
     fixable = True
 
     def visit(self, node: ast.AST, ctx: Context) -> None:
-        if isinstance(node, ast.Call):
-            common.record_move(node, ctx)
         pairs = common.operand_pairs(node, ctx)
         elementwise = True
         if isinstance(node, ast.Call) and not pairs:

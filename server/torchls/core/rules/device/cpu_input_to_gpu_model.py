@@ -45,7 +45,6 @@ class CpuInputToGpuModel(Rule):
     fixable = True
 
     def visit(self, node: ast.Call, ctx: Context) -> None:
-        common.record_move(node, ctx)
         call = ctx.call(node)
         module = call.module
         if module is None:

@@ -48,7 +48,6 @@ class DataloaderOverGpuTensors(Rule):
     fixable = True
 
     def visit(self, node: ast.Call, ctx: Context) -> None:
-        common.record_move(node, ctx)
         call = ctx.call(node)
         if call.qualname != "torch.utils.data.DataLoader":
             return

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import ast
 
+from torchls.core import control_flow
 from torchls.core.findings import Severity
 from torchls.core.rules.base import Context, Rule
 from torchls.core.rules.device import common
@@ -52,14 +53,16 @@ class HardcodedCudaWithoutCheck(Rule):
     kb_entry = "torch.cuda.is_available"
     node_types = (ast.Call, ast.Assign)
 
+    def __init__(self) -> None:
+        self._sites: dict[ast.AST, str] = {}  # each place that names a GPU, and what it names
+
     def visit(self, node: ast.Call | ast.Assign, ctx: Context) -> None:
         site = _site(node, ctx) if isinstance(node, ast.Call) else _assigned_site(node, ctx)
         if site is not None:
-            sites = ctx.file_facts.setdefault("tl206_sites", {})
-            sites.setdefault(site[0], site[1])
+            self._sites.setdefault(site[0], site[1])
 
     def finish(self, ctx: Context) -> None:
-        sites: dict[ast.AST, str] = ctx.file_facts.get("tl206_sites", {})
+        sites = self._sites
         if not sites or _decides_at_run_time(ctx):
             return
         reachable = _script_functions(ctx)
@@ -190,7 +193,7 @@ def _script_functions(ctx: Context) -> set[ast.AST]:
     ]
     while pending:
         scope = pending.pop()
-        for node in [scope, *common.walk_scope(scope)]:
+        for node in [scope, *control_flow.walk_pruned(scope)]:
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
                 function = functions.get(node.func.id)
                 if function is not None and function not in reachable:
@@ -201,7 +204,7 @@ def _script_functions(ctx: Context) -> set[ast.AST]:
 
 def _runs_as_script(node: ast.AST, reachable: set[ast.AST], ctx: Context) -> bool:
     outermost = None
-    for parent in common.ancestors(node, ctx):
+    for parent in control_flow.ancestors(node, ctx.parents()):
         if isinstance(parent, ast.ClassDef | ast.Lambda):
             return False
         if isinstance(parent, ast.FunctionDef | ast.AsyncFunctionDef):
@@ -212,7 +215,7 @@ def _runs_as_script(node: ast.AST, reachable: set[ast.AST], ctx: Context) -> boo
 def _guarded(node: ast.AST, ctx: Context) -> bool:
     """True inside a branch that tests for a GPU (``if use_cuda:``, ``if x.is_cuda:``) or inside a ``try``."""
     child: ast.AST = node
-    for parent in common.ancestors(node, ctx):
+    for parent in control_flow.ancestors(node, ctx.parents()):
         if (
             isinstance(parent, ast.If | ast.IfExp | ast.While)
             and child is not parent.test

@@ -1,9 +1,11 @@
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass, field
 
+from torchls.core import control_flow
 from torchls.core.findings import Fix, Related, Severity
-from torchls.core.rules.base import Context, Rule
+from torchls.core.rules.base import Analysis, Context, Rule
 from torchls.core.rules.device import common
 from torchls.core.values import DeviceValue, Literal, ModuleValue, parse_device
 
@@ -239,7 +241,7 @@ def _from_factory(root: ast.Name, ctx: Context) -> bool:
 
 
 def _scope_of(node: ast.AST, ctx: Context) -> ast.AST:
-    function = common.function_of(node, ctx)
+    function = control_flow.enclosing_function(node, ctx.parents())
     return function if function is not None else ctx.tree
 
 
@@ -281,8 +283,8 @@ def _previous_move(name: str, node: ast.Assign, scope: ast.AST, ctx: Context) ->
         is_move, device, named = common.move_device(ctx.call(where), ctx)
         if not is_move or not (common.accelerated(device) or (device is None and named)):
             return None
-        statement = common.statement_of(where, ctx)
-        if statement is None or not common.dominates(statement, node, ctx):
+        statement = control_flow.statement_of(where, ctx.parents())
+        if statement is None or not control_flow.dominates_in_block(statement, node, ctx.parents()):
             return None
         found = where
         if not isinstance(event.ctx, ast.Load):
@@ -311,7 +313,7 @@ def _events(name: str, scope: ast.AST, ctx: Context) -> list[ast.Name | ast.Call
     themselves, in source order (nested functions and classes left out: defining them runs nothing)."""
     users = _global_users(name, ctx)
     found: list[ast.Name | ast.Call] = []
-    for inner in common.walk_scope(scope):
+    for inner in control_flow.walk_pruned(scope):
         if isinstance(inner, ast.Name) and inner.id == name:
             found.append(inner)
         elif isinstance(inner, ast.Call) and (users[0] or users[1]):
@@ -323,9 +325,17 @@ def _events(name: str, scope: ast.AST, ctx: Context) -> list[ast.Name | ast.Call
     return sorted(found, key=_position)
 
 
+@dataclass(slots=True)
+class GlobalUsers(Analysis):
+    """For a global name: the file's functions and methods that read it themselves (``_global_users``), found the
+    first time a rule asks about the name."""
+
+    by_name: dict[str, tuple[set[str], set[str]]] = field(default_factory=dict)
+
+
 def _global_users(name: str, ctx: Context) -> tuple[set[str], set[str]]:
     """The file's functions and methods that read a global ``name`` themselves (not a parameter or a local)."""
-    cache = ctx.file_facts.setdefault("tl209_users", {})
+    cache = ctx.analysis(GlobalUsers).by_name
     if name not in cache:
         functions: set[str] = set()
         methods: set[str] = set()
@@ -345,7 +355,7 @@ def _classify(
     """What this mention of the model does to it: USE (runs it), MOVE (the move call), UNKNOWN or NEUTRAL."""
     if not isinstance(occurrence.ctx, ast.Load):
         if backwards:
-            statement = common.statement_of(occurrence, ctx)
+            statement = control_flow.statement_of(occurrence, ctx.parents())
             if isinstance(statement, ast.Assign) and _is_move_call(statement.value):
                 return MOVE, statement.value  # model = Net().to(device)
         return UNKNOWN, None

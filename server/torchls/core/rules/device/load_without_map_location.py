@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import ast
 
+from torchls.core import control_flow
 from torchls.core.findings import Fix, Related, Severity
 from torchls.core.rules.base import Context, Rule
 from torchls.core.rules.device import common
@@ -45,10 +46,13 @@ class LoadWithoutMapLocation(Rule):
     node_types = (ast.Call,)
     fixable = True
 
+    def __init__(self) -> None:
+        self._evidence: ast.Call | None = None  # the first call that puts something on an accelerator
+        self._loads: list[tuple[ast.Call, Fix | None]] = []  # loads without map_location, with their fix
+
     def visit(self, node: ast.Call, ctx: Context) -> None:
-        evidence = ctx.file_facts.setdefault("tl205_evidence", [])
-        if not evidence and _uses_accelerator(node, ctx):
-            evidence.append(node)
+        if self._evidence is None and _uses_accelerator(node, ctx):
+            self._evidence = node
         call = ctx.call(node)
         if call.qualname not in _LOADERS or not node.args or isinstance(node.args[0], ast.Starred):
             return
@@ -56,20 +60,20 @@ class LoadWithoutMapLocation(Rule):
             return
         if _reads_back_in_place(node, ctx):
             return
-        ctx.file_facts.setdefault("tl205_loads", []).append((node, _fix(node, ctx)))
+        self._loads.append((node, _fix(node, ctx)))
 
     def finish(self, ctx: Context) -> None:
-        evidence = ctx.file_facts.get("tl205_evidence")
-        if not evidence:
+        evidence = self._evidence
+        if evidence is None:
             return
-        for node, fix in ctx.file_facts.get("tl205_loads", []):
+        for node, fix in self._loads:
             name = ctx.text(node.func)
             ctx.report(
                 node,
                 f"`{name}` 没有指定 `map_location`，而这个文件会把模型或张量放到 GPU 上："
                 "GPU 上保存的 checkpoint 在没有 GPU 的机器上加载会失败",
                 fix=fix,
-                related=(Related(ctx.span(evidence[0]), "这里把模型或张量放到了 GPU 上"),),
+                related=(Related(ctx.span(evidence), "这里把模型或张量放到了 GPU 上"),),
             )
 
 
@@ -95,8 +99,8 @@ def _reads_back_in_place(node: ast.Call, ctx: Context) -> bool:
     """``torch.load(buffer)`` of an ``io.BytesIO``, or of a file the same function has just saved."""
     source = node.args[0]
     value_text = ctx.text(source)
-    scope = common.function_of(node, ctx) or ctx.tree
-    for inner in common.walk_scope(scope):
+    scope = control_flow.enclosing_function(node, ctx.parents()) or ctx.tree
+    for inner in control_flow.walk_pruned(scope):
         if not isinstance(inner, ast.Call):
             continue
         qualname = ctx.qualify(inner.func)
@@ -108,7 +112,7 @@ def _reads_back_in_place(node: ast.Call, ctx: Context) -> bool:
         ):
             return True  # saved earlier in the same run: read back on the same machine
         if qualname in ("io.BytesIO", "io.BufferedReader", "tempfile.TemporaryFile", "tempfile.NamedTemporaryFile"):
-            parent = common.parents(ctx).get(inner)
+            parent = ctx.parents().get(inner)
             if isinstance(parent, ast.Assign) and any(ctx.text(t) == value_text for t in parent.targets):
                 return True
             if (
@@ -135,7 +139,7 @@ def _fix(node: ast.Call, ctx: Context) -> Fix | None:
 
 def _feeds_load_state_dict(node: ast.Call, ctx: Context) -> bool:
     """``x.load_state_dict(torch.load(...))`` or ``x.load_state_dict(torch.load(...)["model"])``."""
-    table = common.parents(ctx)
+    table = ctx.parents()
     current: ast.AST = node
     parent = table.get(current)
     while isinstance(parent, ast.Subscript) and parent.value is current and isinstance(parent.slice, ast.Constant):

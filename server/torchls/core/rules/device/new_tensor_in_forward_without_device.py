@@ -1,11 +1,16 @@
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from torchls.core.facts import FUNCTIONAL_TENSOR_FUNCTIONS, TENSOR_FUNCTIONS, TENSOR_RETURNING_METHODS
+from torchls.core.facts import (
+    DEFAULT_DEVICE_CREATION_FUNCTIONS,
+    FUNCTIONAL_TENSOR_FUNCTIONS,
+    TENSOR_FUNCTIONS,
+    TENSOR_RETURNING_METHODS,
+)
 from torchls.core.findings import Fix, Related, Severity
-from torchls.core.rules.base import Context, Rule
+from torchls.core.rules.base import Analysis, Context, Rule
 from torchls.core.rules.device import common
 from torchls.core.values import CPU, ModuleValue, TupleValue
 
@@ -66,16 +71,17 @@ class NewTensorInForwardWithoutDevice(Rule):
     node_types = (ast.Call, ast.BinOp, ast.Compare)
     fixable = True
 
+    def __init__(self) -> None:
+        self._candidates: dict[ast.Call, _Candidate] = {}  # CPU creations that meet the input or a parameter
+
     def visit(self, node: ast.AST, ctx: Context) -> None:
-        if isinstance(node, ast.Call):
-            common.record_move(node, ctx)
         function, klass = ctx.function, ctx.klass
         if function is None or klass is None or not klass.is_module:
             return
         if function.name != "forward" and function.name not in common.forward_helpers(klass, ctx):
             return
         forward = _Forward(function, klass, ctx)
-        candidates = ctx.file_facts.setdefault("tl203_candidates", {})
+        candidates = self._candidates
         layer_input = common.layer_input(node, ctx) if isinstance(node, ast.Call) else None
         if layer_input is not None:
             creation = forward.cpu_created(layer_input)
@@ -92,7 +98,7 @@ class NewTensorInForwardWithoutDevice(Rule):
                     candidates[creation] = _Candidate(creation, node, what, klass.name, forward.fix(creation))
 
     def finish(self, ctx: Context) -> None:
-        candidates: dict[ast.Call, _Candidate] = ctx.file_facts.get("tl203_candidates", {})
+        candidates = self._candidates
         if not candidates:
             return
         moved = _moved_classes(ctx)
@@ -117,6 +123,15 @@ class NewTensorInForwardWithoutDevice(Rule):
             )
 
 
+@dataclass(slots=True)
+class _ForwardFacts(Analysis):
+    """What this rule reads from each ``forward`` (or helper it calls), once per function and file: the values of
+    its local names with the class's parameter attributes, and whether its input is surely a tensor."""
+
+    by_function: dict[ast.AST, tuple[dict[str, list[ast.expr | None]], frozenset[str]]] = field(default_factory=dict)
+    input_tensor: dict[ast.AST, bool] = field(default_factory=dict)
+
+
 class _Forward:
     """What a ``forward`` method's code proves about its tensors."""
 
@@ -130,7 +145,7 @@ class _Forward:
         params = [a for a in [*function.args.posonlyargs, *function.args.args]][1:]
         self.input = params[0].arg if params and owns_input else None
         self.input_annotation = params[0].annotation if params else None
-        cache = ctx.file_facts.setdefault("tl203_forward", {})
+        cache = ctx.analysis(_ForwardFacts).by_function
         if function not in cache:
             cache[function] = (_stores(function), _parameter_attributes(klass, ctx))
         self.stores, self.parameters = cache[function]
@@ -147,7 +162,7 @@ class _Forward:
     def _created(self, expr: ast.expr, visiting: frozenset[str]) -> ast.Call | None:
         if isinstance(expr, ast.Call):
             qualname = self.ctx.qualify(expr.func)
-            if qualname in common.CREATION_FUNCTIONS:
+            if qualname in DEFAULT_DEVICE_CREATION_FUNCTIONS:
                 if any(k.arg in ("device", None) for k in expr.keywords) or not self._has_dims(expr, qualname):
                     return None
                 return expr
@@ -308,7 +323,7 @@ class _Forward:
                 return first is not None and self._derived(first, visiting)
             return False
         if call.qualname is not None:
-            if call.qualname in common.CREATION_FUNCTIONS:
+            if call.qualname in DEFAULT_DEVICE_CREATION_FUNCTIONS:
                 return False
             if call.qualname in TENSOR_FUNCTIONS or call.qualname in FUNCTIONAL_TENSOR_FUNCTIONS:
                 return bool(expr.args) and self._derived(expr.args[0], visiting)
@@ -323,7 +338,7 @@ class _Forward:
         """True when ``forward``'s first argument is certainly a tensor (not a list, a dict or a tuple of them)."""
         if self.input is None:
             return False
-        cache = self.ctx.file_facts.setdefault("tl203_input_tensor", {})
+        cache = self.ctx.analysis(_ForwardFacts).input_tensor
         if self.function in cache:
             return cache[self.function]
         result = False
@@ -463,7 +478,7 @@ def _moved_classes(ctx: Context) -> dict[str, ast.AST]:
         receiver = move.receiver
         if isinstance(receiver, ModuleValue):
             _mark(receiver, move.node, moved, ctx)
-    classes = ctx.file_facts.get("classes", {})
+    classes = ctx.classes
     for name in list(classes):
         for base in common.class_chain(name, ctx)[1:]:
             if name in moved and base.name not in moved:
@@ -478,7 +493,7 @@ def _mark(module: ModuleValue, node: ast.AST, moved: dict[str, ast.AST], ctx: Co
     if module.user_class is None or module.user_class in moved:
         return
     moved[module.user_class] = node
-    classes = ctx.file_facts.get("classes", {})
+    classes = ctx.classes
     klass = classes.get(module.user_class)
     if klass is None:
         return

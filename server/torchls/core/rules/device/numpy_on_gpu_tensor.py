@@ -41,7 +41,6 @@ class NumpyOnGpuTensor(Rule):
     fixable = True
 
     def visit(self, node: ast.Call, ctx: Context) -> None:
-        common.record_move(node, ctx)
         func = node.func
         method = isinstance(func, ast.Attribute) and func.attr == "numpy" and ctx.qualify(func) is None
         if method:

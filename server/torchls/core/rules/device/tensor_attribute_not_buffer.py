@@ -1,13 +1,23 @@
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from torchls.core.facts import FUNCTIONAL_TENSOR_FUNCTIONS, TENSOR_FUNCTIONS, TENSOR_RETURNING_METHODS
+from torchls.core import control_flow
+from torchls.core.facts import (
+    DEFAULT_DEVICE_CREATION_FUNCTIONS,
+    FUNCTIONAL_TENSOR_FUNCTIONS,
+    TENSOR_FUNCTIONS,
+    TENSOR_RETURNING_METHODS,
+)
 from torchls.core.findings import Fix, Related, Severity
-from torchls.core.rules.base import Context, Rule
+from torchls.core.rules.base import Analysis, Context, Rule
 from torchls.core.rules.device import common
 from torchls.core.values import CPU, Literal, ModuleValue, TensorValue, TupleValue
+
+if TYPE_CHECKING:
+    from torchls.core.interpreter import ClassInfo
 
 # Tensor methods that keep the receiver's device and at least one dim (what a mask or a table goes through).
 _KEEPING_METHODS = frozenset(
@@ -89,21 +99,23 @@ class TensorAttributeNotBuffer(Rule):
     node_types = (ast.Assign, ast.Call, ast.BinOp, ast.Compare)
     fixable = True
 
+    def __init__(self) -> None:
+        self._assignments = _Assignments()
+        self._uses: dict[tuple[str, str], _Use] = {}  # (class, attribute): its first use next to a device tensor
+
     def visit(self, node: ast.AST, ctx: Context) -> None:
-        if isinstance(node, ast.Call):
-            common.record_move(node, ctx)
         function, klass = ctx.function, ctx.klass
         if function is None or klass is None or not klass.is_module or common.default_device_may_change(ctx):
             return
         if isinstance(node, ast.Assign):
             if function.name == "__init__":
-                _record_assignment(node, function, klass.name, ctx)
+                _record_assignment(node, function, klass.name, self._assignments, ctx)
             return
         if function.name != "forward" and function.name not in common.forward_helpers(klass, ctx):
             return
         if not _has_tensor_attributes(klass, ctx):
             return  # no plain tensor stored in this class's __init__ (nor its bases'): no use can matter
-        uses: dict[tuple[str, str], _Use] = ctx.file_facts.setdefault("tl210_uses", {})
+        uses = self._uses
         forward = _Forward(function, klass, ctx)
         if isinstance(node, ast.Call):
             layer_input = common.layer_input(node, ctx, torch_layers_only=True)
@@ -118,12 +130,11 @@ class TensorAttributeNotBuffer(Rule):
                 uses.setdefault((klass.name, attribute), _Use(node, klass.name, attribute, False))
 
     def finish(self, ctx: Context) -> None:
-        assignments: dict[tuple[str, str], _Assignment] = ctx.file_facts.get("tl210_assignments", {})
-        uses: dict[tuple[str, str], _Use] = ctx.file_facts.get("tl210_uses", {})
+        assignments, uses = self._assignments.cpu, self._uses
         if not assignments or not uses:
             return
         moved = _moved_classes(ctx)
-        elsewhere: set[ast.Assign] = ctx.file_facts.get("tl210_elsewhere", set())
+        elsewhere = self._assignments.elsewhere
         reported: set[ast.Assign] = set()
         for model, move in moved.items():
             chain = common.class_chain(model, ctx)
@@ -159,21 +170,29 @@ class TensorAttributeNotBuffer(Rule):
 # ---------------------------------------------------------------------------------------------- the attribute
 
 
-def _record_assignment(node: ast.Assign, function: ast.AST, klass: str, ctx: Context) -> None:
+@dataclass(slots=True)
+class _Assignments:
+    """What one file's ``__init__`` methods store in ``self.<name>``, as TL210 walks them."""
+
+    cpu: dict[tuple[str, str], _Assignment] = field(default_factory=dict)  # (class, name): a plain CPU tensor
+    elsewhere: set[ast.Assign] = field(default_factory=set)  # some instance gets something else there
+
+
+def _record_assignment(node: ast.Assign, function: ast.AST, klass: str, recorded: _Assignments, ctx: Context) -> None:
     if len(node.targets) != 1 or not isinstance(node.targets[0], ast.Attribute):
         return
     target = node.targets[0]
     if not isinstance(target.value, ast.Name) or target.value.id != common.self_name(function):
         return
-    if common.function_of(node, ctx) is not function:
+    if control_flow.enclosing_function(node, ctx.parents()) is not function:
         return
     tensor = ctx.tensor(node.value)
     if tensor is None or (tensor.device is None and not tensor.registered):
         return  # not known here (an evaluation for unknown constructor arguments)
-    assignments = ctx.file_facts.setdefault("tl210_assignments", {})
+    assignments = recorded.cpu
     key = (klass, target.attr)
     if tensor.registered or tensor.device != CPU or tensor.shape == ():
-        ctx.file_facts.setdefault("tl210_elsewhere", set()).add(node)  # some instance gets something else
+        recorded.elsewhere.add(node)  # some instance gets something else
         return
     if not _on_cpu(tensor, ctx) or not _has_dims(node.value, ctx):
         return
@@ -245,10 +264,10 @@ def _plain_attribute(attribute: str, assignment: _Assignment, chain: list, ctx: 
     classes = {k.node for k in chain}
     names = {k.name for k in chain}
     table = ctx.parents()
-    for node in _attribute_stores(ctx).get(attribute, ()):
+    for node in ctx.analysis(AttributeStores).by_name.get(attribute, ()):
         if node is assignment.node.targets[0]:
             continue
-        owner = next((a for a in common.ancestors(node, ctx) if isinstance(a, ast.ClassDef)), None)
+        owner = next((a for a in control_flow.ancestors(node, ctx.parents()) if isinstance(a, ast.ClassDef)), None)
         on_self = isinstance(node.value, ast.Name) and node.value.id == "self"
         if on_self and owner is not None and owner not in classes and table.get(node) is not None:
             continue  # another class's own attribute of the same name
@@ -259,21 +278,25 @@ def _plain_attribute(attribute: str, assignment: _Assignment, chain: list, ctx: 
     return True
 
 
-def _attribute_stores(ctx: Context) -> dict[str, list[ast.Attribute]]:
-    cached = ctx.file_facts.get("tl210_stores")
-    if cached is None:
-        cached = {}
+@dataclass(frozen=True, slots=True)
+class AttributeStores(Analysis):
+    """Every attribute the file assigns or deletes (``x.name = ...``, ``del x.name``), by attribute name."""
+
+    by_name: dict[str, list[ast.Attribute]]
+
+    @classmethod
+    def compute(cls, ctx: Context) -> AttributeStores:
+        by_name: dict[str, list[ast.Attribute]] = {}
         for node in ast.walk(ctx.tree):
             if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store | ast.Del):
-                cached.setdefault(node.attr, []).append(node)
-        ctx.file_facts["tl210_stores"] = cached
-    return cached
+                by_name.setdefault(node.attr, []).append(node)
+        return cls(by_name)
 
 
 def _has_tensor_attributes(klass, ctx: Context) -> bool:
     """Some ``__init__`` of ``klass``'s chain assigns ``self.<name> = <a call>``: a plain tensor attribute may be
     among them (read from the syntax, once per class; the values come later, with the constructor's arguments)."""
-    cache = ctx.file_facts.setdefault("tl210_candidate_classes", {})
+    cache = ctx.analysis(TensorAttributeClasses).by_class
     found = cache.get(klass)
     if found is None:
         found = False
@@ -291,7 +314,24 @@ def _has_tensor_attributes(klass, ctx: Context) -> bool:
     return found
 
 
+@dataclass(slots=True)
+class TensorAttributeClasses(Analysis):
+    """For each model class asked about: whether it may store a plain tensor attribute (``_has_tensor_attributes``)."""
+
+    by_class: dict[ClassInfo, bool] = field(default_factory=dict)
+
+
 # ---------------------------------------------------------------------------------------------- forward
+
+
+@dataclass(slots=True)
+class _ForwardFacts(Analysis):
+    """What this rule reads from each model method it checks, once per function and file: the values of its local
+    names, the class's parameters and buffers, and whether its input is surely a tensor."""
+
+    by_function: dict[ast.AST, tuple[dict[str, list[ast.expr | None]], frozenset[str], bool]] = field(
+        default_factory=dict
+    )
 
 
 class _Forward:
@@ -304,7 +344,7 @@ class _Forward:
         self.self_name = common.self_name(function)
         params = [*function.args.posonlyargs, *function.args.args][1:]
         self.input = params[0].arg if params and function.name == "forward" else None
-        cache = ctx.file_facts.setdefault("tl210_forward", {})
+        cache = ctx.analysis(_ForwardFacts).by_function
         if function not in cache:
             cache[function] = (_stores(function), _registered(klass, ctx), _input_is_tensor(function, self.input, ctx))
         self.stores, self.registered, self.input_tensor = cache[function]
@@ -419,7 +459,7 @@ class _Forward:
             )
             return own and _layer_output_on_device(call.module, self.ctx)
         if call.qualname is not None:
-            if call.qualname in common.CREATION_FUNCTIONS:
+            if call.qualname in DEFAULT_DEVICE_CREATION_FUNCTIONS:
                 return False
             if call.qualname in TENSOR_FUNCTIONS or call.qualname in FUNCTIONAL_TENSOR_FUNCTIONS:
                 first = expr.args[0] if expr.args and not isinstance(expr.args[0], ast.Starred) else None
@@ -576,7 +616,7 @@ def _fix(assignment: _Assignment, chain: list, ctx: Context) -> Fix | None:
         return None  # model.half() would now convert a floating buffer too
     if any(assignment.name in k.class_attributes for k in chain):
         return None  # register_buffer refuses a name the class already has
-    function = common.function_of(node, ctx)
+    function = control_flow.enclosing_function(node, ctx.parents())
     if not isinstance(function, _FUNCTIONS) or node not in function.body:
         return None
     index = function.body.index(node)

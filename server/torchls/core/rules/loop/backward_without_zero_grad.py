@@ -1,9 +1,11 @@
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass, field
 
 from torchls.core.findings import Related, Severity
-from torchls.core.rules.base import Context, Rule
+from torchls.core.rules.base import Analysis, Context, Rule
+from torchls.core.rules.loop.flow import FileFunctions
 from torchls.core.statements import assigned_names
 from torchls.core.values import InstanceValue
 
@@ -64,7 +66,7 @@ def _trains_without_zeroing(
     called: set[str] = set()
     for inner in body:
         helper = _file_function(inner, ctx) if isinstance(inner, ast.Call) else None
-        if helper is not None and helper in _zeroing_functions(ctx):
+        if helper is not None and helper in ctx.analysis(ZeroingFunctions).functions:
             zeroes = True  # self.reset_grads(), a train_step that clears first
         elif helper is not None and depth == 0 and backward is None:
             inside = _helper_training(helper, ctx)
@@ -80,7 +82,7 @@ def _trains_without_zeroing(
                     steps = True
                 elif func.attr in ("zero_grad", "zero_"):
                     zeroes = True
-                elif helper is None and func.attr in {f.name for f in _zeroing_functions(ctx)}:
+                elif helper is None and func.attr in {f.name for f in ctx.analysis(ZeroingFunctions).functions}:
                     zeroes = True  # obj.clear_grads() of some other object: may well clear them
             elif isinstance(func, ast.Name) and helper is None:
                 called.add(func.id)
@@ -88,7 +90,7 @@ def _trains_without_zeroing(
             targets = inner.targets if isinstance(inner, ast.Assign) else [inner.target]
             if any(isinstance(t, ast.Attribute) and t.attr == "grad" for t in targets):
                 zeroes = True  # p.grad = None
-    if backward is None or not steps or zeroes or called & {f.name for f in _zeroing_functions(ctx)}:
+    if backward is None or not steps or zeroes or called & {f.name for f in ctx.analysis(ZeroingFunctions).functions}:
         return None
     return backward, helper_call
 
@@ -97,7 +99,7 @@ def _helper_training(
     helper: ast.FunctionDef | ast.AsyncFunctionDef, ctx: Context
 ) -> tuple[ast.Call, ast.Call | None] | None:
     """What a training step of the file does (once per function and file: every loop that calls it asks)."""
-    cache = ctx.file_facts.setdefault("TL401.helpers", {})
+    cache = ctx.analysis(HelperSteps).by_function
     if helper not in cache:
         cache[helper] = _trains_without_zeroing(list(_walk_body(helper)), set(), ctx, 1)
     return cache[helper]
@@ -143,17 +145,30 @@ def _is_optimizer(node: ast.expr, ctx: Context) -> bool:
     return name.lower().endswith(("optimizer", "optim"))
 
 
-def _zeroing_functions(ctx: Context) -> set[ast.FunctionDef | ast.AsyncFunctionDef]:
-    """The functions and methods of this file whose body clears gradients (computed once per file)."""
-    cached = ctx.file_facts.get("TL401.zeroing_functions")
-    if cached is None:
-        cached = set()
-        for function in (n for n in ast.walk(ctx.tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)):
-            if any(
-                isinstance(inner, ast.Attribute)
-                and (inner.attr == "zero_grad" or (inner.attr == "grad" and isinstance(inner.ctx, ast.Store)))
-                for inner in ast.walk(function)
-            ):
-                cached.add(function)
-        ctx.file_facts["TL401.zeroing_functions"] = cached
-    return cached
+@dataclass(frozen=True, slots=True)
+class ZeroingFunctions(Analysis):
+    """The functions and methods of this file whose body clears gradients."""
+
+    functions: frozenset[ast.FunctionDef | ast.AsyncFunctionDef]
+
+    @classmethod
+    def compute(cls, ctx: Context) -> ZeroingFunctions:
+        return cls(
+            frozenset(
+                function
+                for function in ctx.analysis(FileFunctions).definitions
+                if any(
+                    isinstance(inner, ast.Attribute)
+                    and (inner.attr == "zero_grad" or (inner.attr == "grad" and isinstance(inner.ctx, ast.Store)))
+                    for inner in ast.walk(function)
+                )
+            )
+        )
+
+
+@dataclass(slots=True)
+class HelperSteps(Analysis):
+    """What a training step in each of the file's helper functions does (``_helper_training``), once per
+    function: every loop that calls the helper asks. It reads the values evaluated when it is first asked."""
+
+    by_function: dict[ast.AST, tuple[ast.Call, ast.Call | None] | None] = field(default_factory=dict)

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import ast
 
+from torchls.core import control_flow
 from torchls.core.findings import Edit, Fix, Severity
 from torchls.core.rules.base import Context, Rule
 from torchls.core.rules.loop import flow
@@ -57,7 +58,7 @@ class ClipScaledGradients(Rule):
         if not flow.file_mentions(ctx, "clip_grad") or ctx.qualify(node.func) not in _CLIPS:
             return
         scope = flow.scope_of(node, ctx)
-        calls = [n for n in flow.scope_nodes(scope) if isinstance(n, ast.Call)]
+        calls = [n for n in control_flow.scope_nodes(scope) if isinstance(n, ast.Call)]
         backwards = [
             (call, scaler)
             for call in flow.step_window(node, calls, ctx)
@@ -65,10 +66,10 @@ class ClipScaledGradients(Rule):
         ]
         if not backwards:
             return
-        backward, scaler = max(backwards, key=lambda pair: flow.position(pair[0]))
+        backward, scaler = max(backwards, key=lambda pair: control_flow.position(pair[0]))
         scaler_text = ctx.text(scaler)
         for call in calls:
-            if not (flow.end_position(backward) <= flow.position(call) < flow.position(node)):
+            if not (control_flow.end_position(backward) <= control_flow.position(call) < control_flow.position(node)):
                 continue
             if _method_of(call, scaler_text, ctx) in ("unscale_", "step"):
                 return
@@ -94,17 +95,25 @@ def _fix(node: ast.Call, backward: ast.Call, scaler: str, calls: list[ast.Call],
     """Insert ``scaler.unscale_(optimizer)`` on its own line before the clipping statement, when this step (from
     the backward to the next ``scaler.update()``) unscales nothing yet and steps exactly one optimizer."""
     scope = flow.scope_of(node, ctx)
-    updates = [c for c in calls if _method_of(c, scaler, ctx) == "update" and flow.position(c) > flow.position(node)]
-    end = min((flow.position(c) for c in updates), default=(1 << 30, 0))
-    window = [c for c in calls if flow.position(backward) < flow.position(c) < end]
+    updates = [
+        c
+        for c in calls
+        if _method_of(c, scaler, ctx) == "update" and control_flow.position(c) > control_flow.position(node)
+    ]
+    end = min((control_flow.position(c) for c in updates), default=(1 << 30, 0))
+    window = [c for c in calls if control_flow.position(backward) < control_flow.position(c) < end]
     if any(_method_of(c, scaler, ctx) == "unscale_" for c in window):
         return None
-    steps = [c for c in window if _method_of(c, scaler, ctx) == "step" and flow.position(c) > flow.position(node)]
+    steps = [
+        c
+        for c in window
+        if _method_of(c, scaler, ctx) == "step" and control_flow.position(c) > control_flow.position(node)
+    ]
     if len(steps) != 1 or len(steps[0].args) != 1 or not isinstance(steps[0].args[0], ast.Name | ast.Attribute):
         return None
     if flow.conditional_between(backward, scope, ctx) or flow.conditional_between(steps[0], scope, ctx):
         return None  # the scaler may not be in use where the clip runs
-    statement = flow.statement_of(node, ctx)
+    statement = control_flow.statement_of(node, ctx.parents())
     holder = flow.parent(statement, ctx) if statement is not None else None
     if statement is None or holder is None or not any(statement in body for body in _bodies(holder)):
         return None

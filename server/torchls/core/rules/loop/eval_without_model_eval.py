@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import ast
 
+from torchls.core import control_flow
 from torchls.core.findings import Severity
 from torchls.core.rules.base import Context, Rule
 from torchls.core.rules.loop import flow, modules
@@ -46,6 +47,9 @@ class EvalWithoutModelEval(Rule):
     kb_entry = "torch.nn.Module.eval"
     node_types = (ast.Call,)
 
+    def __init__(self) -> None:
+        self._reported: set[tuple[int, str]] = set()  # (id of the scope, model name): reported once per scope
+
     def visit(self, node: ast.Call, ctx: Context) -> None:
         if not isinstance(node.func, ast.Name) or ctx.grad_enabled or flow.grad_mode(node, ctx) != flow.DISABLED:
             return
@@ -55,7 +59,7 @@ class EvalWithoutModelEval(Rule):
             return
         name = node.func.id
         scope = flow.scope_of(node, ctx)
-        reported = ctx.file_facts.setdefault("TL403.reported", set())
+        reported = self._reported
         if (id(scope), name) in reported or _only_shape_used(node, ctx) or _part_of_training_step(node, ctx):
             return
         if flow.is_parameter(scope, name):
@@ -88,13 +92,15 @@ def _given_in_train_mode(node: ast.Call, ctx: Context) -> list[tuple[str, Origin
     return [(modules.short(layer), layer.origin) for layer in modules.mode_dependent_layers(model, ctx)]
 
 
-def _model_layers(scope: flow.Scope, name: str, node: ast.Call, ctx: Context) -> list[tuple[str, Origin | None]]:
+def _model_layers(
+    scope: control_flow.Scope, name: str, node: ast.Call, ctx: Context
+) -> list[tuple[str, Origin | None]]:
     """(kind, where it was built) for the mode-dependent layers of the model ``name`` holds, when every binding
     of ``name`` in ``scope`` builds such a model."""
     if flow.is_parameter(scope, name):
         return []
     stores = flow.bindings(scope, name, ctx)
-    if not stores or any(flow.position(s) > flow.position(node) for s in stores):
+    if not stores or any(control_flow.position(s) > control_flow.position(node) for s in stores):
         return []
     found: list[tuple[str, Origin | None]] = []
     for store in stores:
@@ -124,9 +130,9 @@ def _model_layers(scope: flow.Scope, name: str, node: ast.Call, ctx: Context) ->
     return found
 
 
-def _mode_may_change(scope: flow.Scope, name: str, ctx: Context) -> bool:
+def _mode_may_change(scope: control_flow.Scope, name: str, ctx: Context) -> bool:
     """True when any code that sees this model may put it into eval mode, or the scope hands it elsewhere."""
-    for node in (n for shared in flow.scopes_sharing(scope, name) for n in flow.scope_nodes(shared)):
+    for node in (n for shared in flow.scopes_sharing(scope, name) for n in control_flow.scope_nodes(shared)):
         if isinstance(node, ast.Attribute) and flow.root_name(node) == name:
             if node.attr in ("eval", "apply", "modules", "children", "named_modules", "named_children"):
                 return True
@@ -134,7 +140,7 @@ def _mode_may_change(scope: flow.Scope, name: str, ctx: Context) -> bool:
                 call = flow.parent(node, ctx)
                 if not (isinstance(call, ast.Call) and call.func is node and _sets_training(call)):
                     return True
-    for node in flow.scope_nodes(scope):
+    for node in control_flow.scope_nodes(scope):
         if (
             isinstance(node, ast.Call)
             and any(_is_name(a, name) for a in _arguments(node))
@@ -150,11 +156,11 @@ def _mode_may_change(scope: flow.Scope, name: str, ctx: Context) -> bool:
     return False
 
 
-def _has_weights(scope: flow.Scope, name: str, ctx: Context) -> bool:
+def _has_weights(scope: control_flow.Scope, name: str, ctx: Context) -> bool:
     """The model is trained or loaded here (so the no_grad call evaluates it), not a fresh model in a smoke test:
     ``load_state_dict``, an optimizer over its parameters, a ``backward()``, or pretrained torchvision weights."""
     for shared in flow.scopes_sharing(scope, name):
-        for node in flow.scope_nodes(shared):
+        for node in control_flow.scope_nodes(shared):
             if not isinstance(node, ast.Call):
                 continue
             func = node.func
@@ -190,7 +196,7 @@ def _part_of_training_step(node: ast.Call, ctx: Context) -> bool:
     loop = flow.enclosing_loop(node, ctx)
     if loop is None:
         return False
-    for inner in flow.walk_scope(loop):
+    for inner in control_flow.walk_scope(loop):
         if (
             isinstance(inner, ast.Call)
             and isinstance(inner.func, ast.Attribute)
@@ -237,7 +243,7 @@ def _only_shape_used(node: ast.Call, ctx: Context) -> bool:
             scope = flow.scope_of(node, ctx)
             loads = [
                 n
-                for n in flow.scope_nodes(scope)
+                for n in control_flow.scope_nodes(scope)
                 if isinstance(n, ast.Name) and n.id == target.id and isinstance(n.ctx, ast.Load)
             ]
             return all(_shape_use(n, ctx) for n in loads)

@@ -1,20 +1,28 @@
 """What the training-loop rules need to know about a file's structure, beyond the interpreter's values.
 
-Parents of nodes, the scope (function or module) a node runs in, the grad mode a node provably runs under, the
-places a name is bound, and the textual order of statements, which in straight-line code is the order they run.
-Everything here answers "unknown" (None) rather than guess.
+The scope (function or module) a node runs in, the grad mode a node provably runs under, the places a name is
+bound, the loop and the branches around a node, and the calls of one training step. The walks up and across the
+tree they rest on (ancestors, dominance, the textual order of statements, which in straight-line code is the
+order they run) are ``core/control_flow.py``'s. Everything here answers "unknown" (None) rather than guess.
 """
 
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from dataclasses import dataclass, field
 
-from torchls.core.rules.base import Context
+from torchls.core.control_flow import (
+    FUNCTIONS,
+    SCOPES,
+    Scope,
+    ancestors,
+    dominates,
+    end_position,
+    position,
+    scope_nodes,
+)
+from torchls.core.rules.base import Analysis, Context
 
-Scope = ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef | ast.Module
-FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
-SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 LOOPS = (ast.For, ast.AsyncFor, ast.While)
 
 # Grad modes.
@@ -39,90 +47,20 @@ _SET_GRAD_ENABLED = frozenset(
 GRAD_CONTEXTS = _NO_GRAD | _INFERENCE_MODE | _ENABLE_GRAD
 
 
-def parents(ctx: Context) -> dict[ast.AST, ast.AST]:
-    """Child -> parent for the whole file (shared by every rule)."""
-    return ctx.parents()
-
-
 def parent(node: ast.AST, ctx: Context) -> ast.AST | None:
-    return parents(ctx).get(node)
-
-
-def ancestors(node: ast.AST, ctx: Context) -> Iterator[ast.AST]:
-    table = parents(ctx)
-    current = table.get(node)
-    while current is not None:
-        yield current
-        current = table.get(current)
+    return ctx.parents().get(node)
 
 
 def scope_of(node: ast.AST, ctx: Context) -> Scope:
     """The function, lambda, class body or module whose code ``node`` belongs to."""
-    for ancestor in ancestors(node, ctx):
+    for ancestor in ancestors(node, ctx.parents()):
         if isinstance(ancestor, SCOPES):
             return ancestor
     return ctx.tree
 
 
-def function_of(node: ast.AST, ctx: Context) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
-    for ancestor in ancestors(node, ctx):
-        if isinstance(ancestor, ast.FunctionDef | ast.AsyncFunctionDef):
-            return ancestor
-        if isinstance(ancestor, ast.Lambda | ast.ClassDef):
-            return None
-    return None
-
-
-def walk_scope(root: ast.AST) -> Iterator[ast.AST]:
-    """Every node under ``root`` (not ``root`` itself) that runs in ``root``'s scope: nested functions, lambdas
-    and classes are skipped (their decorators and defaults are kept), in no particular order."""
-    stack = list(_scope_children(root))
-    while stack:
-        node = stack.pop()
-        yield node
-        stack.extend(_scope_children(node))
-
-
-def _scope_children(node: ast.AST) -> Iterator[ast.AST]:
-    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-        yield from node.decorator_list
-        yield from node.args.defaults
-        yield from (d for d in node.args.kw_defaults if d is not None)
-        return
-    if isinstance(node, ast.ClassDef):
-        yield from node.decorator_list
-        yield from node.bases
-        return
-    if isinstance(node, ast.Lambda):
-        return
-    yield from ast.iter_child_nodes(node)
-
-
-def scope_nodes(root: Scope) -> Iterator[ast.AST]:
-    """The nodes of a scope's own code (its body), for a function, class, lambda or module."""
-    if isinstance(root, ast.Lambda):
-        stack: list[ast.AST] = [root.body]
-        yield root.body
-    else:
-        stack = list(root.body)
-        yield from root.body
-    while stack:
-        node = stack.pop()
-        for child in _scope_children(node):
-            yield child
-            stack.append(child)
-
-
-def position(node: ast.AST) -> tuple[int, int]:
-    return (getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
-
-
-def end_position(node: ast.AST) -> tuple[int, int]:
-    return (getattr(node, "end_lineno", 0) or 0, getattr(node, "end_col_offset", 0) or 0)
-
-
 def is_inside(node: ast.AST, container: ast.AST, ctx: Context) -> bool:
-    return node is container or any(a is container for a in ancestors(node, ctx))
+    return node is container or any(a is container for a in ancestors(node, ctx.parents()))
 
 
 # ---------------------------------------------------------------------------------------------- grad mode
@@ -163,7 +101,7 @@ def _first_argument(call: ast.Call | None, name: str) -> ast.expr | None:
 def grad_mode(node: ast.AST, ctx: Context) -> str | None:
     """The grad mode ``node`` provably runs in: DISABLED, ENABLED, CALLER (a function that sets none), or None."""
     previous: ast.AST = node
-    for ancestor in ancestors(node, ctx):
+    for ancestor in ancestors(node, ctx.parents()):
         if isinstance(ancestor, ast.With | ast.AsyncWith) and any(previous is s for s in ancestor.body):
             for item in reversed(ancestor.items):
                 kind = grad_context_kind(item.context_expr, ctx)
@@ -188,22 +126,41 @@ def grad_mode(node: ast.AST, ctx: Context) -> str | None:
     return None if sets_grad_mode_globally(ctx) else ENABLED
 
 
-def sets_grad_mode_globally(ctx: Context) -> bool:
-    """True when the file switches grad mode with a plain call (``torch.set_grad_enabled(False)`` on its own line)."""
-    cached = ctx.file_facts.get("loop.global_grad_mode")
-    if cached is None:
-        cached = False
+@dataclass(frozen=True, slots=True)
+class GlobalGradSwitch(Analysis):
+    """Whether the file switches grad mode with a plain call (``torch.set_grad_enabled(False)`` on its own line)."""
+
+    switches: bool
+
+    @classmethod
+    def compute(cls, ctx: Context) -> GlobalGradSwitch:
         for node in ast.walk(ctx.tree):
             if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
                 qualname = ctx.qualify(node.value.func) or ""
                 if qualname in _SET_GRAD_ENABLED or qualname.endswith("_set_grad_enabled"):
-                    cached = True
-                    break
-        ctx.file_facts["loop.global_grad_mode"] = cached
-    return cached
+                    return cls(True)
+        return cls(False)
+
+
+def sets_grad_mode_globally(ctx: Context) -> bool:
+    """True when the file switches grad mode with a plain call (``torch.set_grad_enabled(False)`` on its own line)."""
+    return ctx.analysis(GlobalGradSwitch).switches
 
 
 # ---------------------------------------------------------------------------------------------- names
+
+
+@dataclass(frozen=True, slots=True)
+class FileFunctions(Analysis):
+    """Every function and method the file defines (nested ones too), in ``ast.walk`` order, and their names."""
+
+    definitions: tuple[ast.FunctionDef | ast.AsyncFunctionDef, ...]
+    names: frozenset[str]
+
+    @classmethod
+    def compute(cls, ctx: Context) -> FileFunctions:
+        found = tuple(n for n in ast.walk(ctx.tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef))
+        return cls(found, frozenset(f.name for f in found))
 
 
 def root_name(expr: ast.AST) -> str | None:
@@ -218,11 +175,18 @@ def bindings(scope: Scope, name: str, ctx: Context | None = None) -> list[ast.AS
     (with ``ctx``, the scope is indexed once per file)."""
     if ctx is None:
         return _binding_index(scope).get(name, [])
-    cache = ctx.file_facts.setdefault("loop.bindings", {})
-    index = cache.get(id(scope))
+    cache = ctx.analysis(ScopeBindings).by_scope
+    index = cache.get(scope)
     if index is None:
-        index = cache[id(scope)] = _binding_index(scope)
+        index = cache[scope] = _binding_index(scope)
     return index.get(name, [])
+
+
+@dataclass(slots=True)
+class ScopeBindings(Analysis):
+    """Each scope's bindings by name (``_binding_index``), indexed the first time a rule asks about the scope."""
+
+    by_scope: dict[ast.AST, dict[str, list[ast.AST]]] = field(default_factory=dict)
 
 
 def _binding_index(scope: Scope) -> dict[str, list[ast.AST]]:
@@ -292,17 +256,10 @@ def bound_value(store: ast.Name, ctx: Context) -> ast.expr | None:
     return None
 
 
-def statement_of(node: ast.AST, ctx: Context) -> ast.stmt | None:
-    current: ast.AST | None = node
-    while current is not None and not isinstance(current, ast.stmt):
-        current = parent(current, ctx)
-    return current
-
-
 def enclosing_loop(node: ast.AST, ctx: Context) -> ast.For | ast.AsyncFor | ast.While | None:
     """The innermost loop whose body (not its iterable or test) contains ``node``, within the same scope."""
     previous: ast.AST = node
-    for ancestor in ancestors(node, ctx):
+    for ancestor in ancestors(node, ctx.parents()):
         if isinstance(ancestor, SCOPES):
             return None
         if isinstance(ancestor, LOOPS) and any(previous is s for s in [*ancestor.body, *ancestor.orelse]):
@@ -314,7 +271,7 @@ def enclosing_loop(node: ast.AST, ctx: Context) -> ast.For | ast.AsyncFor | ast.
 def conditional_between(node: ast.AST, container: ast.AST, ctx: Context) -> bool:
     """True when something between ``container`` and ``node`` may skip ``node`` on the way (if, try, match...)."""
     previous: ast.AST = node
-    for ancestor in ancestors(node, ctx):
+    for ancestor in ancestors(node, ctx.parents()):
         if ancestor is container:
             return False
         if isinstance(ancestor, ast.If | ast.IfExp | ast.Try | ast.BoolOp | ast.Match | ast.ExceptHandler):
@@ -337,10 +294,10 @@ def conditional_between(node: ast.AST, container: ast.AST, ctx: Context) -> bool
 def exclusive(a: ast.AST, b: ast.AST, ctx: Context) -> bool:
     """True when ``a`` and ``b`` sit in different arms of one ``if``/``try``/``match`` (they never both run in one
     pass), or in different functions."""
-    chain_a = [a, *ancestors(a, ctx)]
+    chain_a = [a, *ancestors(a, ctx.parents())]
     seen = {id(n): i for i, n in enumerate(chain_a)}
     previous_b: ast.AST = b
-    for ancestor in [b, *ancestors(b, ctx)]:
+    for ancestor in [b, *ancestors(b, ctx.parents())]:
         if id(ancestor) in seen:
             index = seen[id(ancestor)]
             if index == 0 or ancestor is b:
@@ -366,35 +323,6 @@ def _arm(node: ast.AST, child: ast.AST) -> str:
     return ""
 
 
-_BRANCHING = (
-    ast.If,
-    ast.IfExp,
-    ast.Try,
-    ast.ExceptHandler,
-    ast.For,
-    ast.AsyncFor,
-    ast.While,
-    ast.Match,
-    ast.BoolOp,
-    ast.comprehension,
-    *SCOPES,
-)
-
-
-def dominates(first: ast.AST, later: ast.AST, ctx: Context) -> bool:
-    """``first`` comes before ``later`` and runs whenever ``later`` runs (nothing between them and their common
-    ancestor branches or loops around ``first`` alone)."""
-    if position(first) >= position(later):
-        return False
-    around_later = {id(a) for a in ancestors(later, ctx)}
-    for ancestor in ancestors(first, ctx):
-        if id(ancestor) in around_later:
-            return True
-        if isinstance(ancestor, _BRANCHING):
-            return False
-    return False
-
-
 def reaching_bindings(name: str, use: ast.AST, ctx: Context) -> list[ast.AST] | None:
     """The bindings of ``name`` whose value may reach ``use``: the last one that surely runs before it, plus any
     later one in a loop around both (the next iteration sees it). None when that is not clear."""
@@ -408,10 +336,10 @@ def reaching_bindings(name: str, use: ast.AST, ctx: Context) -> list[ast.AST] | 
     if not before or is_parameter(scope, name):
         return None
     last = before[-1]
-    if not dominates(last, use, ctx):
+    if not dominates(last, use, ctx.parents()):
         return None
     reaching = [last]
-    loops = [a for a in ancestors(use, ctx) if isinstance(a, LOOPS) and is_inside(a, scope, ctx)]
+    loops = [a for a in ancestors(use, ctx.parents()) if isinstance(a, LOOPS) and is_inside(a, scope, ctx)]
     for store in stores:
         if position(store) > position(use) and any(is_inside(store, loop, ctx) for loop in loops):
             reaching.append(store)
@@ -447,10 +375,17 @@ def step_window(node: ast.AST, calls: list[ast.Call], ctx: Context) -> list[ast.
 def file_mentions(ctx: Context, *words: str) -> bool:
     """Whether the file's text contains any of ``words`` (cached per file: rules call this for every node as a
     cheap way to skip files that cannot have their pattern)."""
-    cache = ctx.file_facts.setdefault("loop.mentions", {})
+    cache = ctx.analysis(Mentions).words
     found = False
     for word in words:
         if word not in cache:
             cache[word] = word in ctx.source.text
         found = found or cache[word]
     return found
+
+
+@dataclass(slots=True)
+class Mentions(Analysis):
+    """Whether the file's text contains a word, looked up once per word and file."""
+
+    words: dict[str, bool] = field(default_factory=dict)

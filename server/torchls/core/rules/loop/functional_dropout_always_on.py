@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import ast
 
+from torchls.core import control_flow
 from torchls.core.findings import Fix, Severity
 from torchls.core.rules.base import Context, Rule
 from torchls.core.rules.loop import flow, modules
@@ -49,7 +50,7 @@ class FunctionalDropoutAlwaysOn(Rule):
         given, p = modules.literal_argument(node, 1, "p")
         if given and isinstance(p, int | float) and p <= 0:
             return  # p=0 drops nothing in either mode
-        method = flow.function_of(node, ctx)
+        method = control_flow.scope_function(node, ctx.parents())
         me = _model_method(method, ctx)
         if method is None or me is None or _guarded_by_training(node, method, me, ctx):
             return
@@ -106,7 +107,7 @@ def _mentions_training(node: ast.AST, me: str) -> bool:
 def _guarded_by_training(node: ast.Call, method: ast.AST, me: str, ctx: Context) -> bool:
     """Inside ``if self.training:`` (or an ``... if self.training else ...``), or after an early
     ``if not self.training: return``."""
-    for ancestor in flow.ancestors(node, ctx):
+    for ancestor in control_flow.ancestors(node, ctx.parents()):
         if ancestor is method:
             break
         if isinstance(ancestor, ast.If | ast.IfExp | ast.While) and _mentions_training(ancestor.test, me):
@@ -115,7 +116,7 @@ def _guarded_by_training(node: ast.Call, method: ast.AST, me: str, ctx: Context)
         if (
             isinstance(inner, ast.If)
             and _mentions_training(inner.test, me)
-            and flow.position(inner) < flow.position(node)
+            and control_flow.position(inner) < control_flow.position(node)
             and any(isinstance(n, ast.Return | ast.Raise) for s in inner.body for n in ast.walk(s))
         ):
             return True

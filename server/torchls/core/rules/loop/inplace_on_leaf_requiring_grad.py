@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import ast
 
+from torchls.core import control_flow
 from torchls.core.findings import Severity
 from torchls.core.rules.base import Context, Rule
 from torchls.core.rules.loop import flow, modules
@@ -116,14 +117,15 @@ def _leaf_kind(value: object) -> str | None:
     return None
 
 
-def _local_leaf(name: str, kind: str, scope: flow.Scope, node: ast.AST, ctx: Context) -> bool:
+def _local_leaf(name: str, kind: str, scope: control_flow.Scope, node: ast.AST, ctx: Context) -> bool:
     """The leaf is made in this scope: a tensor created here, or the parameters of a model built here."""
     if flow.is_parameter(scope, name):
         return False
     stores = [
         s
         for s in flow.bindings(scope, name, ctx)
-        if flow.position(s) <= flow.position(node) and not isinstance(flow.parent(s, ctx), ast.AugAssign)
+        if control_flow.position(s) <= control_flow.position(node)
+        and not isinstance(flow.parent(s, ctx), ast.AugAssign)
     ]
     if not stores:
         return False
@@ -153,7 +155,7 @@ def _parameters_owner(expr: ast.expr) -> str | None:
     return None
 
 
-def _gradient_switched_off(name: str, kind: str, scope: flow.Scope, node: ast.AST, ctx: Context) -> bool:
+def _gradient_switched_off(name: str, kind: str, scope: control_flow.Scope, node: ast.AST, ctx: Context) -> bool:
     """The code may turn ``requires_grad`` off: on this tensor, or (for parameters) on anything in this scope or
     in what the model is handed to."""
     owners = {name}
@@ -163,7 +165,7 @@ def _gradient_switched_off(name: str, kind: str, scope: flow.Scope, node: ast.AS
             if isinstance(loop, ast.For | ast.comprehension):
                 owners.add(_parameters_owner(loop.iter) or name)
     for shared in flow.scopes_sharing(scope, name):
-        for inner in flow.scope_nodes(shared):
+        for inner in control_flow.scope_nodes(shared):
             if kind == "parameter" and _switches_off(inner, ctx):
                 return True
             if kind == "tensor" and _switches_off(inner, ctx) and flow.root_name(inner) == name:
@@ -199,7 +201,7 @@ def _switches_off(node: ast.AST, ctx: Context) -> bool:
     return False
 
 
-def _called_without_grad(function: flow.Scope, ctx: Context) -> bool:
+def _called_without_grad(function: control_flow.Scope, ctx: Context) -> bool:
     """The file uses this function (calls it, or hands it on) where grad may be off: its body may run without grad."""
     if not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
         return True

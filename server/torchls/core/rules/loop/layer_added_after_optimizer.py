@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import ast
 
+from torchls.core import control_flow
 from torchls.core.findings import Related, Severity
 from torchls.core.rules.base import Context, Rule
 from torchls.core.rules.loop import flow, optimizers
@@ -89,10 +90,13 @@ class LayerAddedAfterOptimizer(Rule):
         if not sources or not any(_covers(ctx.text(s), target_text) and flow.root_name(s) == root.id for s in sources):
             return
         if any(
-            flow.position(built) < flow.position(b) < flow.position(node) for b in flow.bindings(scope, root.id, ctx)
+            control_flow.position(built) < control_flow.position(b) < control_flow.position(node)
+            for b in flow.bindings(scope, root.id, ctx)
         ):
             return  # the model was rebound in between: the optimizer holds another object's parameters
-        later = [n for n in flow.scope_nodes(scope) if flow.position(n) > flow.end_position(node)]
+        later = [
+            n for n in control_flow.scope_nodes(scope) if control_flow.position(n) > control_flow.end_position(node)
+        ]
         if any(_touches_trainability(n) for n in later):
             return
         if not any(isinstance(n, ast.Call) and _trains_with(n, name, ctx) for n in later):
@@ -160,7 +164,9 @@ def _has_parameters(module: ModuleValue, ctx: Context, depth: int = 0) -> bool:
     return name in LAYERS_WITH_STATE
 
 
-def _used_by_model(root: ast.Name, steps: list[str | int], node: ast.AST, scope: flow.Scope, ctx: Context) -> bool:
+def _used_by_model(
+    root: ast.Name, steps: list[str | int], node: ast.AST, scope: control_flow.Scope, ctx: Context
+) -> bool:
     """The assignment replaces a layer the model really runs: an attribute its ``forward`` reads, a layer of an
     ``nn.Sequential``, or the head of a torchvision model."""
     if not steps:
@@ -186,7 +192,7 @@ def _used_by_model(root: ast.Name, steps: list[str | int], node: ast.AST, scope:
     return any(builder.startswith(prefixes) and first == head for prefixes, head in _TORCHVISION_HEADS)
 
 
-def _torchvision_model(root: ast.Name, node: ast.AST, scope: flow.Scope, ctx: Context) -> str | None:
+def _torchvision_model(root: ast.Name, node: ast.AST, scope: control_flow.Scope, ctx: Context) -> str | None:
     """The torchvision builder (``resnet18``) whose result ``root`` holds at ``node``, when that is certain."""
     reaching = flow.reaching_bindings(root.id, node, ctx)
     if reaching is None or len(reaching) != 1:
@@ -200,26 +206,26 @@ def _torchvision_model(root: ast.Name, node: ast.AST, scope: flow.Scope, ctx: Co
     return qualname.rsplit(".", 1)[-1]
 
 
-def _optimizer_before(node: ast.Assign, scope: flow.Scope, ctx: Context) -> tuple[str, ast.Call] | None:
+def _optimizer_before(node: ast.Assign, scope: control_flow.Scope, ctx: Context) -> tuple[str, ast.Call] | None:
     """The optimizer built (``name = torch.optim.X(...)``) in this scope before ``node``, surely run before it,
     and never rebound afterwards."""
     candidates = []
-    for statement in flow.scope_nodes(scope):
+    for statement in control_flow.scope_nodes(scope):
         if (
             isinstance(statement, ast.Assign)
             and len(statement.targets) == 1
             and isinstance(statement.targets[0], ast.Name)
             and isinstance(statement.value, ast.Call)
-            and flow.position(statement) < flow.position(node)
+            and control_flow.position(statement) < control_flow.position(node)
             and optimizers.is_optimizer(ctx.value(statement.value))
         ):
             candidates.append(statement)
-    for statement in sorted(candidates, key=flow.position, reverse=True):
+    for statement in sorted(candidates, key=control_flow.position, reverse=True):
         name = statement.targets[0].id  # type: ignore[attr-defined]
-        if not flow.dominates(statement, node, ctx) or flow.is_parameter(scope, name):
+        if not control_flow.dominates(statement, node, ctx.parents()) or flow.is_parameter(scope, name):
             continue
         others = [b for b in flow.bindings(scope, name, ctx) if b is not statement.targets[0]]
-        if any(flow.position(b) > flow.position(statement) for b in others):
+        if any(control_flow.position(b) > control_flow.position(statement) for b in others):
             continue
         if flow.enclosing_loop(statement, ctx) is not None and flow.enclosing_loop(
             node, ctx
@@ -229,7 +235,7 @@ def _optimizer_before(node: ast.Assign, scope: flow.Scope, ctx: Context) -> tupl
     return None
 
 
-def _hands_to_group_adder(scope: flow.Scope, optimizer: str, ctx: Context) -> bool:
+def _hands_to_group_adder(scope: control_flow.Scope, optimizer: str, ctx: Context) -> bool:
     """The optimizer goes to a function of this file that calls ``add_param_group`` (it may add the new layer)."""
     adders = {
         f.name
@@ -239,7 +245,7 @@ def _hands_to_group_adder(scope: flow.Scope, optimizer: str, ctx: Context) -> bo
     }
     return any(
         isinstance(n, ast.Call) and optimizers.called_name(n) in adders and optimizers.passes(n, {optimizer})
-        for n in flow.scope_nodes(scope)
+        for n in control_flow.scope_nodes(scope)
     )
 
 

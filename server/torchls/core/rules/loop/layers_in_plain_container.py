@@ -3,6 +3,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
+from torchls.core import control_flow
 from torchls.core.findings import Fix, Severity
 from torchls.core.rules.base import Context, Rule
 from torchls.core.rules.loop import flow, modules
@@ -88,7 +89,7 @@ class LayersInPlainContainer(Rule):
             me = _self_name(method)
             if me is None:
                 continue
-            for inner in flow.scope_nodes(method):
+            for inner in control_flow.scope_nodes(method):
                 if isinstance(inner, ast.Attribute) and isinstance(inner.value, ast.Name) and inner.value.id == me:
                     container = containers.get(inner.attr)
                     if container is not None and inner is not container.target:
@@ -100,7 +101,7 @@ class LayersInPlainContainer(Rule):
         if container.handed_over:
             return
         fresh = [e for e in container.elements if isinstance(e, ast.Call | ast.Name)]  # not self.conv1: registered
-        layers = sorted((e for e in fresh if _needs_registration(ctx.value(e), ctx)), key=flow.position)
+        layers = sorted((e for e in fresh if _needs_registration(ctx.value(e), ctx)), key=control_flow.position)
         if not layers or any(isinstance(e, ast.Name) and not _only_put_here(e, ctx) for e in layers):
             return
         alias = ctx.module_alias("torch.nn")
@@ -287,7 +288,7 @@ def _only_put_here(name: ast.Name, ctx: Context) -> bool:
     scope = flow.scope_of(name, ctx)
     uses = [
         n
-        for n in flow.scope_nodes(scope)
+        for n in control_flow.scope_nodes(scope)
         if isinstance(n, ast.Name) and n.id == name.id and isinstance(n.ctx, ast.Load) and n is not name
     ]
     for use in uses:
@@ -303,15 +304,15 @@ def _only_put_here(name: ast.Name, ctx: Context) -> bool:
 def _after_module_init(target: ast.Attribute, ctx: Context) -> bool:
     """``super().__init__()`` (or ``Base.__init__(self)``) runs before the assignment: only then can a module be
     assigned to an attribute."""
-    method = flow.function_of(target, ctx)
+    method = control_flow.scope_function(target, ctx.parents())
     if method is None:
         return False
-    for node in flow.scope_nodes(method):
+    for node in control_flow.scope_nodes(method):
         if (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute)
             and node.func.attr == "__init__"
-            and flow.dominates(node, target, ctx)
+            and control_flow.dominates(node, target, ctx.parents())
         ):
             return True
     return False

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import ast
 
+from torchls.core import control_flow
 from torchls.core.findings import Fix, Severity
 from torchls.core.rules.base import Context, Rule
 from torchls.core.rules.loop import flow
@@ -165,7 +166,7 @@ def _may_require_grad(value: object) -> bool:
 def _backward_in_loop(loop: ast.AST, name: str, ctx: Context) -> bool | None:
     """None when the loop never back-propagates through ``name``; else whether that also proves it is a scalar."""
     found: bool | None = None
-    for node in flow.walk_scope(loop):
+    for node in control_flow.walk_scope(loop):
         if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
             continue
         func = node.func
@@ -231,7 +232,7 @@ def _bindings_keep_graph(loop: ast.AST, name: str) -> bool:
     """The loop computes ``name`` once (any way) and otherwise only rebinds it by arithmetic on itself
     (``loss = loss / k``): every value it holds is the back-propagated one or made from it."""
     origins = 0
-    for node in flow.walk_scope(loop):
+    for node in control_flow.walk_scope(loop):
         if not (isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Store | ast.Del)):
             continue
         statement = _binding_statement(node, loop)
@@ -249,7 +250,7 @@ def _bindings_keep_graph(loop: ast.AST, name: str) -> bool:
 
 
 def _binding_statement(target: ast.Name, loop: ast.AST) -> ast.AST | None:
-    for node in flow.walk_scope(loop):
+    for node in control_flow.walk_scope(loop):
         if isinstance(node, ast.Assign) and any(target in ast.walk(t) for t in node.targets):
             return node
         if isinstance(node, ast.AugAssign | ast.AnnAssign) and node.target is target:
@@ -347,7 +348,7 @@ def _is_list_value(value: ast.expr | None) -> bool:
 def _rebound_in(loop: ast.AST, accumulator: ast.expr, ctx: Context) -> bool:
     """True when the loop resets the accumulator (or what holds it), so it does not grow across steps."""
     base = flow.root_name(accumulator)
-    for node in flow.walk_scope(loop):
+    for node in control_flow.walk_scope(loop):
         if isinstance(node, ast.Name) and node.id == base and isinstance(node.ctx, ast.Store | ast.Del):
             statement = flow.parent(node, ctx)
             if isinstance(accumulator, ast.Name) and _accumulation(statement, ctx) is not None:  # type: ignore[arg-type]
@@ -406,7 +407,7 @@ def _only_used_as_number(accumulator: ast.expr, kind: str, node: ast.AST, ctx: C
     loads = [
         n
         for shared in flow.scopes_sharing(scope, name)  # functions that read it as a global or closure variable
-        for n in flow.scope_nodes(shared)
+        for n in control_flow.scope_nodes(shared)
         if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)
     ]
     return all(_number_use(n, name, kind, ctx, 0) for n in loads)
@@ -477,5 +478,5 @@ def _name_used_as_number(target: ast.Name, statement: ast.Assign, ctx: Context, 
     scope = flow.scope_of(statement, ctx)
     if len(flow.bindings(scope, target.id, ctx)) != 1:
         return False
-    loads = [n for n in flow.scope_nodes(scope) if isinstance(n, ast.Name) and n.id == target.id]
+    loads = [n for n in control_flow.scope_nodes(scope) if isinstance(n, ast.Name) and n.id == target.id]
     return all(_number_use(n, target.id, "add", ctx, depth) for n in loads if isinstance(n.ctx, ast.Load))

@@ -106,7 +106,7 @@ def mode_dependent_layers(module: Any, ctx: Context, seen: frozenset[str] = froz
 
 
 def classes(ctx: Context) -> dict[str, ClassInfo]:
-    return ctx.file_facts.get("classes", {})
+    return ctx.classes
 
 
 def _user_class_layers(name: str, ctx: Context, seen: frozenset[str], arguments: tuple = ()) -> list[ModuleValue]:

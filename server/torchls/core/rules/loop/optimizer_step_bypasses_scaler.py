@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import ast
 
+from torchls.core import control_flow
 from torchls.core.findings import Fix, Severity
 from torchls.core.rules.base import Context, Rule
 from torchls.core.rules.loop import flow
@@ -48,7 +49,7 @@ class OptimizerStepBypassesScaler(Rule):
         if not _is_optimizer(optimizer, ctx):
             return
         scope = flow.scope_of(node, ctx)
-        calls = [n for n in flow.scope_nodes(scope) if isinstance(n, ast.Call)]
+        calls = [n for n in control_flow.scope_nodes(scope) if isinstance(n, ast.Call)]
         scalers = [s for call in flow.step_window(node, calls, ctx) if (s := scaled_backward(call, ctx)) is not None]
         if not scalers:
             return
@@ -65,7 +66,7 @@ class OptimizerStepBypassesScaler(Rule):
             c
             for c in calls
             if _method_of(c, ctx) == (scaler, "update")
-            and flow.position(c) > flow.position(node)
+            and control_flow.position(c) > control_flow.position(node)
             and not flow.exclusive(c, node, ctx)
         ]
         if updates:

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
+from dataclasses import dataclass
 
-from torchls.core.rules.base import Context
+from torchls.core import control_flow
+from torchls.core.rules.base import Analysis, Context
 from torchls.core.rules.loop import flow
 from torchls.core.rules.loop.modules import classes
 from torchls.core.values import InstanceValue, ModuleValue, Value
@@ -183,7 +185,7 @@ def distinct_modules(a: ast.expr, b: ast.expr, ctx: Context) -> bool:
     text_a, text_b = ctx.text(a), ctx.text(b)
     if within(text_a, text_b) or within(text_b, text_a):
         return False
-    if _module_surgery(ctx):
+    if ctx.analysis(ModuleSurgery).found:
         return False  # layers attached after construction: what a module holds is no longer what it was built with
     parts_a, parts_b = _parts(ctx.value(a), ctx), _parts(ctx.value(b), ctx)
     if parts_a is not None and parts_b is not None:
@@ -250,7 +252,7 @@ def _builds_anew(call: ast.Call, ctx: Context, depth: int) -> bool:
     definition = definitions[0]
     if isinstance(definition, ast.ClassDef) and definition.name not in classes(ctx):
         return False
-    held = _global_modules(ctx)
+    held = ctx.analysis(GlobalModules).names
     for node in ast.walk(definition):
         if isinstance(node, ast.Global | ast.Nonlocal | ast.Yield | ast.YieldFrom):
             return False
@@ -287,18 +289,22 @@ def _may_hold_module(value: ast.expr, ctx: Context) -> bool:
 _NO_MODULES = frozenset({"math", "os", "random", "numpy", "argparse", "pathlib"})  # libraries that make no nn.Module
 
 
-def _global_modules(ctx: Context) -> set[str]:
-    """Module-level names that hold a module (``shared = nn.Linear(4, 4)``): code that reads them may share it."""
-    cached = ctx.file_facts.get("loop.optimizers.global_modules")
-    if cached is None:
-        cached = set()
+@dataclass(frozen=True, slots=True)
+class GlobalModules(Analysis):
+    """Module-level names that hold a module (``shared = nn.Linear(4, 4)``): code that reads them may share it.
+    It reads the values evaluated when it is first asked."""
+
+    names: frozenset[str]
+
+    @classmethod
+    def compute(cls, ctx: Context) -> GlobalModules:
+        names: set[str] = set()
         for statement in ctx.tree.body:
             if isinstance(statement, ast.Assign | ast.AnnAssign) and statement.value is not None:
                 targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
                 if _may_hold_module(statement.value, ctx):
-                    cached |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
-        ctx.file_facts["loop.optimizers.global_modules"] = cached
-    return cached
+                    names |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+        return cls(frozenset(names))
 
 
 def _parts(value: Value, ctx: Context, depth: int = 0) -> set[int] | None:
@@ -357,14 +363,16 @@ def _parts(value: Value, ctx: Context, depth: int = 0) -> set[int] | None:
 _ATTACHING = frozenset({"add_module", "register_module", "append", "extend", "insert"})
 
 
-def _module_surgery(ctx: Context) -> bool:
-    """The file attaches layers to modules after building them: ``model.head = nn.Linear(...)`` outside the
-    class, ``seq.append(layer)``, ``add_module``, ``setattr`` (computed once per file)."""
-    cached = ctx.file_facts.get("loop.optimizers.surgery")
-    if cached is None:
-        cached = any(_attaches(node, ctx) for node in ast.walk(ctx.tree))
-        ctx.file_facts["loop.optimizers.surgery"] = cached
-    return cached
+@dataclass(frozen=True, slots=True)
+class ModuleSurgery(Analysis):
+    """Whether the file attaches layers to modules after building them: ``model.head = nn.Linear(...)`` outside
+    the class, ``seq.append(layer)``, ``add_module``, ``setattr`` (see ``_attaches``)."""
+
+    found: bool
+
+    @classmethod
+    def compute(cls, ctx: Context) -> ModuleSurgery:
+        return cls(any(_attaches(node, ctx) for node in ast.walk(ctx.tree)))
 
 
 def _attaches(node: ast.AST, ctx: Context) -> bool:
@@ -437,44 +445,56 @@ def loop_body_nodes(loop: ast.For | ast.AsyncFor | ast.While) -> Iterator[ast.AS
     """Every node of the loop body (not its ``else``, iterable or target), in its own scope."""
     for statement in loop.body:
         yield statement
-        yield from flow.walk_scope(statement)
+        yield from control_flow.walk_scope(statement)
 
 
-def stepping_and_zeroing_functions(ctx: Context) -> tuple[set[str], set[str]]:
+def stepping_and_zeroing_functions(ctx: Context) -> tuple[frozenset[str], frozenset[str]]:
     """Names of the file's functions and methods whose body steps something (any ``.step(...)``) and of those that
     clear gradients (``zero_grad``, ``.grad = ...``, ``.grad.zero_()``), directly or through each other."""
-    cached = ctx.file_facts.get("loop.optimizers.helpers")
-    if cached is not None:
-        return cached
-    steps: set[str] = set()
-    zeroes: set[str] = set()
-    calls: dict[str, set[str]] = {}
-    for node in ast.walk(ctx.tree):
-        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-            continue
-        called = calls.setdefault(node.name, set())
-        for inner in ast.walk(node):
-            if isinstance(inner, ast.Attribute):
-                if inner.attr == "step":
-                    steps.add(node.name)
-                elif _clears_gradients(inner):
-                    zeroes.add(node.name)
-            if isinstance(inner, ast.Call):
-                func = inner.func
-                name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
-                if name:
-                    called.add(name)
-    for found in (steps, zeroes):
-        changed = True
-        while changed:
-            changed = False
-            for name, called in calls.items():
-                if name not in found and called & found:
-                    found.add(name)
-                    changed = True
-    cached = (steps, zeroes)
-    ctx.file_facts["loop.optimizers.helpers"] = cached
-    return cached
+    helpers = ctx.analysis(TrainingHelpers)
+    return helpers.stepping, helpers.zeroing
+
+
+@dataclass(frozen=True, slots=True)
+class TrainingHelpers(Analysis):
+    """The file's functions and methods that step something and those that clear gradients, by name."""
+
+    stepping: frozenset[str]
+    zeroing: frozenset[str]
+
+    @classmethod
+    def compute(cls, ctx: Context) -> TrainingHelpers:
+        steps: set[str] = set()
+        zeroes: set[str] = set()
+        calls: dict[str, set[str]] = {}
+        for node in ctx.analysis(flow.FileFunctions).definitions:
+            called = calls.setdefault(node.name, set())
+            for inner in ast.walk(node):
+                if isinstance(inner, ast.Attribute):
+                    if inner.attr == "step":
+                        steps.add(node.name)
+                    elif _clears_gradients(inner):
+                        zeroes.add(node.name)
+                if isinstance(inner, ast.Call):
+                    func = inner.func
+                    name = (
+                        func.id
+                        if isinstance(func, ast.Name)
+                        else func.attr
+                        if isinstance(func, ast.Attribute)
+                        else None
+                    )
+                    if name:
+                        called.add(name)
+        for found in (steps, zeroes):
+            changed = True
+            while changed:
+                changed = False
+                for name, called in calls.items():
+                    if name not in found and called & found:
+                        found.add(name)
+                        changed = True
+        return cls(frozenset(steps), frozenset(zeroes))
 
 
 def _clears_gradients(node: ast.Attribute) -> bool:

@@ -2,9 +2,10 @@ from __future__ import annotations
 
 import ast
 
+from torchls.core import control_flow
 from torchls.core.findings import Severity
 from torchls.core.rules.base import Context, Rule
-from torchls.core.rules.loop import flow
+from torchls.core.rules.loop import flow, optimizers
 from torchls.core.values import InstanceValue
 
 # Schedulers whose step() is not the "first value" kind: they check nothing, or step others.
@@ -54,20 +55,23 @@ class SchedulerStepBeforeOptimizerStep(Rule):
         name = func.value.id
         scope = flow.scope_of(node, ctx)
         created = _creation(scope, name, ctx)
-        if created is None or flow.position(created) > flow.position(node):
+        if created is None or control_flow.position(created) > control_flow.position(node):
             return
         if flow.conditional_between(node, scope, ctx) or _may_skip_to_later_iteration(node, scope, ctx):
             return
         optimizer = _optimizer_name(scheduler)
         between = [
             n
-            for n in flow.scope_nodes(scope)
-            if flow.end_position(created) <= flow.position(n) < flow.position(node) and isinstance(n, ast.Call)
+            for n in control_flow.scope_nodes(scope)
+            if control_flow.end_position(created) <= control_flow.position(n) < control_flow.position(node)
+            and isinstance(n, ast.Call)
         ]
         if any(_may_step(call, name, optimizer, ctx) for call in between):
             return
         later = [
-            n for n in flow.scope_nodes(scope) if isinstance(n, ast.Call) and flow.position(n) > flow.position(node)
+            n
+            for n in control_flow.scope_nodes(scope)
+            if isinstance(n, ast.Call) and control_flow.position(n) > control_flow.position(node)
         ]
         if not any(_steps_optimizer(call, optimizer, ctx) or _hands_to_stepper(call, optimizer, ctx) for call in later):
             return
@@ -75,15 +79,19 @@ class SchedulerStepBeforeOptimizerStep(Rule):
         ctx.report(node, message)
 
 
-def _may_skip_to_later_iteration(node: ast.AST, scope: flow.Scope, ctx: Context) -> bool:
+def _may_skip_to_later_iteration(node: ast.AST, scope: control_flow.Scope, ctx: Context) -> bool:
     """A ``continue``/``break``/``return``/``raise`` ahead of ``node`` in a loop around it: the first time it runs
     may come after later statements of earlier iterations."""
-    loops = [a for a in flow.ancestors(node, ctx) if isinstance(a, flow.LOOPS) and flow.is_inside(a, scope, ctx)]
+    loops = [
+        a
+        for a in control_flow.ancestors(node, ctx.parents())
+        if isinstance(a, flow.LOOPS) and flow.is_inside(a, scope, ctx)
+    ]
     for loop in loops:
-        for inner in flow.walk_scope(loop):
-            if isinstance(inner, ast.Continue | ast.Break | ast.Return | ast.Raise) and flow.position(
+        for inner in control_flow.walk_scope(loop):
+            if isinstance(inner, ast.Continue | ast.Break | ast.Return | ast.Raise) and control_flow.position(
                 inner
-            ) < flow.position(node):
+            ) < control_flow.position(node):
                 return True
     return False
 
@@ -97,12 +105,12 @@ def _is_lr_scheduler(value: object) -> bool:
     )
 
 
-def _creation(scope: flow.Scope, name: str, ctx: Context) -> ast.stmt | None:
+def _creation(scope: control_flow.Scope, name: str, ctx: Context) -> ast.stmt | None:
     """The one statement of ``scope`` that binds ``name`` (to the scheduler)."""
     stores = flow.bindings(scope, name, ctx)
     if len(stores) != 1 or flow.is_parameter(scope, name) or flow.simple_assignment(stores[0], ctx) is None:
         return None
-    return flow.statement_of(stores[0], ctx)
+    return control_flow.statement_of(stores[0], ctx.parents())
 
 
 def _optimizer_name(scheduler: InstanceValue) -> str | None:
@@ -128,7 +136,7 @@ def _may_step(call: ast.Call, scheduler: str, optimizer: str | None, ctx: Contex
         if not qualname.startswith("torch.optim.lr_scheduler."):
             return True
     called = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
-    return called is not None and called in _stepping_functions(ctx)
+    return called is not None and called in ctx.analysis(optimizers.TrainingHelpers).stepping
 
 
 def _steps_optimizer(call: ast.Call, optimizer: str | None, ctx: Context) -> bool:
@@ -157,38 +165,4 @@ def _hands_to_stepper(call: ast.Call, optimizer: str | None, ctx: Context) -> bo
         return False
     func = call.func
     called = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
-    return called is not None and called in _stepping_functions(ctx)
-
-
-def _stepping_functions(ctx: Context) -> set[str]:
-    """Functions and methods of this file whose body calls some ``.step(...)``, or calls one that does."""
-    cached = ctx.file_facts.get("TL406.stepping")
-    if cached is None:
-        calls: dict[str, set[str]] = {}
-        cached = set()
-        for node in ast.walk(ctx.tree):
-            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-                called = calls.setdefault(node.name, set())
-                for inner in ast.walk(node):
-                    if isinstance(inner, ast.Attribute) and inner.attr == "step":
-                        cached.add(node.name)
-                    elif isinstance(inner, ast.Call):
-                        func = inner.func
-                        name = (
-                            func.id
-                            if isinstance(func, ast.Name)
-                            else func.attr
-                            if isinstance(func, ast.Attribute)
-                            else None
-                        )
-                        if name:
-                            called.add(name)
-        changed = True
-        while changed:  # callers of stepping functions step too
-            changed = False
-            for name, called in calls.items():
-                if name not in cached and called & cached:
-                    cached.add(name)
-                    changed = True
-        ctx.file_facts["TL406.stepping"] = cached
-    return cached
+    return called is not None and called in ctx.analysis(optimizers.TrainingHelpers).stepping

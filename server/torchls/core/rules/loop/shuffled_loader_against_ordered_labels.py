@@ -2,17 +2,15 @@ from __future__ import annotations
 
 import ast
 
+from torchls.core.control_flow import Scope, position, scope_nodes
 from torchls.core.findings import Severity
 from torchls.core.rules.base import Context, Rule
 from torchls.core.rules.loop.flow import (
-    Scope,
     bindings,
     bound_value,
     enclosing_loop,
     is_parameter,
     parent,
-    position,
-    scope_nodes,
     scope_of,
     simple_assignment,
 )

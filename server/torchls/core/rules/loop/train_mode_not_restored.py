@@ -1,9 +1,11 @@
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 
+from torchls.core import control_flow
 from torchls.core.findings import Edit, Fix, Severity
-from torchls.core.rules.base import Context, Rule
+from torchls.core.rules.base import Analysis, Context, Rule
 from torchls.core.rules.loop import flow, modules
 from torchls.core.text import Span
 from torchls.core.values import ModuleValue
@@ -55,17 +57,17 @@ class TrainModeNotRestored(Rule):
     def visit(self, node: ast.For | ast.While | ast.AsyncFor, ctx: Context) -> None:
         if not flow.file_mentions(ctx, "backward") or not flow.file_mentions(ctx, ".eval("):
             return
-        inner = list(flow.walk_scope(node))
+        inner = list(control_flow.walk_scope(node))
         backwards = [n for n in inner if isinstance(n, ast.Call) and _attr(n) in ("backward", "manual_backward")]
         steps = [n for n in inner if isinstance(n, ast.Call) and _attr(n) == "step"]
         if not backwards or not steps:
             return
-        for call in sorted((n for n in inner if isinstance(n, ast.Call)), key=flow.position):
+        for call in sorted((n for n in inner if isinstance(n, ast.Call)), key=control_flow.position):
             if _attr(call) != "eval" or call.args or call.keywords or not isinstance(call.func.value, ast.Name):  # type: ignore[union-attr]
                 continue
             if flow.enclosing_loop(call, ctx) is not node and any(
                 isinstance(a, flow.LOOPS) and flow.is_inside(a, node, ctx) and a is not node
-                for a in flow.ancestors(call, ctx)
+                for a in control_flow.ancestors(call, ctx.parents())
             ):
                 continue  # an eval() inside an inner loop: that loop's business
             model = call.func.value.id  # type: ignore[union-attr]
@@ -85,7 +87,10 @@ class TrainModeNotRestored(Rule):
         trained = any(
             isinstance(c.func, ast.Name)
             and c.func.id == model
-            and any(flow.position(c) < flow.end_position(b) <= flow.position(eval_call) for b in backwards)
+            and any(
+                control_flow.position(c) < control_flow.end_position(b) <= control_flow.position(eval_call)
+                for b in backwards
+            )
             for c in calls
         )
         if not trained:
@@ -100,7 +105,8 @@ class TrainModeNotRestored(Rule):
             if _calls_train_elsewhere(c, ctx):
                 return False
         if any(
-            isinstance(n, ast.Break | ast.Return | ast.Raise) and flow.position(n) > flow.position(eval_call)
+            isinstance(n, ast.Break | ast.Return | ast.Raise)
+            and control_flow.position(n) > control_flow.position(eval_call)
             for n in inner
         ):
             return False  # leaving the loop after evaluating: no more training follows
@@ -130,20 +136,24 @@ def _calls_train_elsewhere(call: ast.Call, ctx: Context) -> bool:
     """A call of a function or method of this file whose body calls some ``.train(...)``."""
     func = call.func
     called = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
-    return called is not None and called in _training_functions(ctx)
+    return called is not None and called in ctx.analysis(TrainingFunctions).names
 
 
-def _training_functions(ctx: Context) -> set[str]:
-    cached = ctx.file_facts.get("TL412.train_functions")
-    if cached is None:
-        cached = {
-            node.name
-            for node in ast.walk(ctx.tree)
-            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
-            and any(isinstance(n, ast.Attribute) and n.attr == "train" for n in ast.walk(node))
-        }
-        ctx.file_facts["TL412.train_functions"] = cached
-    return cached
+@dataclass(frozen=True, slots=True)
+class TrainingFunctions(Analysis):
+    """Names of the file's functions and methods whose body calls some ``.train(...)``."""
+
+    names: frozenset[str]
+
+    @classmethod
+    def compute(cls, ctx: Context) -> TrainingFunctions:
+        return cls(
+            frozenset(
+                function.name
+                for function in ctx.analysis(flow.FileFunctions).definitions
+                if any(isinstance(n, ast.Attribute) and n.attr == "train" for n in ast.walk(function))
+            )
+        )
 
 
 def _mode_free(value: object) -> bool:
@@ -165,9 +175,13 @@ def _fix(loop: ast.AST, model: str, ctx: Context) -> Fix | None:
         return None
     for store in stores:
         value = flow.simple_assignment(store, ctx)
-        if value is None or not isinstance(ctx.value(value), ModuleValue) or flow.position(store) > flow.position(loop):
+        if (
+            value is None
+            or not isinstance(ctx.value(value), ModuleValue)
+            or control_flow.position(store) > control_flow.position(loop)
+        ):
             return None
-    for node in flow.scope_nodes(scope):
+    for node in control_flow.scope_nodes(scope):
         if flow.is_inside(node, loop, ctx):
             continue
         if isinstance(node, ast.Attribute) and flow.root_name(node) == model and node.attr in ("eval", "train"):

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import ast
 
+from torchls.core import control_flow
 from torchls.core.findings import Severity
 from torchls.core.rules.base import Context, Rule
 from torchls.core.rules.loop import flow, optimizers
@@ -125,10 +126,10 @@ def _gate(step: ast.Call, loop: ast.AST, counters: set[str], ctx: Context) -> tu
     """The ``if`` that lets ``step`` run only every N-th iteration (``if (i + 1) % N == 0:``, or ``step`` after
     ``if i % N != 0: continue``) with its N; None when ``step`` may run on every iteration."""
     previous: ast.AST = step
-    for ancestor in flow.ancestors(step, ctx):
+    for ancestor in control_flow.ancestors(step, ctx.parents()):
         if ancestor is loop:
             break
-        if isinstance(ancestor, (*flow.SCOPES, *flow.LOOPS)):
+        if isinstance(ancestor, (*control_flow.SCOPES, *flow.LOOPS)):
             return None
         if isinstance(ancestor, ast.If) and previous is not ancestor.test:
             in_body = any(previous is s for s in ancestor.body)
@@ -257,7 +258,7 @@ def _runs_every_iteration(node: ast.AST, loop: ast.AST, ctx: Context) -> bool:
     for inner in optimizers.loop_body_nodes(loop):  # type: ignore[arg-type]
         if (
             isinstance(inner, ast.Continue)
-            and flow.position(inner) < flow.position(node)
+            and control_flow.position(inner) < control_flow.position(node)
             and flow.enclosing_loop(inner, ctx) is loop
         ):
             return False
@@ -278,7 +279,7 @@ def _may_step_elsewhere(
     for call in calls:
         if call in stepped or optimizers.is_scaler_call(call, ctx):
             continue
-        if any(id(a) in gate_ifs for a in flow.ancestors(call, ctx)):
+        if any(id(a) in gate_ifs for a in control_flow.ancestors(call, ctx.parents())):
             continue
         name = optimizers.called_name(call)
         if name in stepping and not (isinstance(call.func, ast.Attribute) and call.func.attr in ("step", "zero_grad")):

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import ast
 
+from torchls.core import control_flow
 from torchls.core.findings import Severity
 from torchls.core.rules.base import Context, Rule
 from torchls.core.rules.loop import flow, optimizers
@@ -99,8 +100,8 @@ class ZeroGradWrongOptimizer(Rule):
 def _outermost_loop(loop: ast.AST, ctx: Context) -> ast.For | ast.AsyncFor | ast.While:
     """The outermost loop of the same scope around ``loop`` (``loop`` itself when none)."""
     outer = loop
-    for ancestor in flow.ancestors(loop, ctx):
-        if isinstance(ancestor, flow.SCOPES):
+    for ancestor in control_flow.ancestors(loop, ctx.parents()):
+        if isinstance(ancestor, control_flow.SCOPES):
             break
         if isinstance(ancestor, flow.LOOPS):
             outer = ancestor
@@ -157,7 +158,7 @@ def _handed_away(calls: list[ast.Call], held: set[str], ctx: Context) -> bool:
     """The optimizer or one of its models (or a part of one) goes to a function that may clear gradients: one
     whose body is not in this file (those that clear them are already ruled out). Torch functions, builtins and
     scaler calls are fine."""
-    defined = _file_functions(ctx) | _BUILTINS
+    defined = ctx.analysis(flow.FileFunctions).names | _BUILTINS
     for call in calls:
         if _zero_grad_call(call) or optimizers.is_scaler_call(call, ctx):
             continue
@@ -173,11 +174,3 @@ def _handed_away(calls: list[ast.Call], held: set[str], ctx: Context) -> bool:
         if optimizers.called_name(call) not in defined:
             return True
     return False
-
-
-def _file_functions(ctx: Context) -> set[str]:
-    cached = ctx.file_facts.get("TL416.functions")
-    if cached is None:
-        cached = {n.name for n in ast.walk(ctx.tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
-        ctx.file_facts["TL416.functions"] = cached
-    return cached

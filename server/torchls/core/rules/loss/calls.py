@@ -140,7 +140,7 @@ def _overrides_forward(module: ModuleValue, ctx: Context) -> bool:
     """A user class derived from a torch loss computes what its own ``forward`` says: not the torch loss."""
     if module.user_class is None:
         return False
-    klass = ctx.file_facts.get("classes", {}).get(module.user_class)
+    klass = ctx.classes.get(module.user_class)
     if klass is None:
         return True
     return any(

@@ -17,8 +17,7 @@ OWN_RULE_IN_SEQUENTIAL = frozenset({"norm"})
 
 def recorded_problem(node: ast.AST, ctx: Context, kind: str) -> str | None:
     """The message of a shape problem of ``kind`` the interpreter recorded while evaluating ``node``."""
-    problems = ctx.file_facts.get("problems")
-    found = problems.get(node) if problems else None
+    found = ctx.shape_problems.get(node)
     return found[1] if found and found[0] == kind else None
 
 
