@@ -13,7 +13,11 @@ _SELF_RETURNING = frozenset({"to", "cuda", "cpu", "float", "half", "double", "bf
 # Calls that may receive the model without touching its mode.
 _HARMLESS_CALLEES = frozenset({"print", "len", "str", "repr", "isinstance", "id", "type", "sum", "hasattr", "getattr"})
 # Uses of a model's output that only look at its shape: a smoke test, not an evaluation.
-_SHAPE_ONLY = frozenset({"shape", "size", "dtype", "device", "ndim", "dim"})
+_SHAPE_ONLY = frozenset({"shape", "size", "dtype", "device", "ndim", "dim", "numel"})
+# Methods whose result's shape follows from their input's: ``model(x).flatten(1).shape[1]`` is still a shape probe.
+_RESHAPING = frozenset(
+    "flatten view reshape squeeze unsqueeze permute transpose contiguous detach cpu float to".split()
+)
 
 
 class EvalWithoutModelEval(Rule):
@@ -232,6 +236,7 @@ def _harmless_callee(call: ast.Call, ctx: Context) -> bool:
 
 def _only_shape_used(node: ast.Call, ctx: Context) -> bool:
     """The output is thrown away or only its shape is looked at: a smoke test or a warm-up, not an evaluation."""
+    node = _after_reshapes(node, ctx)
     up = flow.parent(node, ctx)
     if isinstance(up, ast.Expr):
         return True
@@ -250,7 +255,18 @@ def _only_shape_used(node: ast.Call, ctx: Context) -> bool:
     return False
 
 
+def _after_reshapes(node: ast.expr, ctx: Context) -> ast.expr:
+    """The outermost of ``node.flatten(1).view(...)``-style calls that only rearrange ``node``."""
+    while True:
+        up = flow.parent(node, ctx)
+        call = flow.parent(up, ctx) if isinstance(up, ast.Attribute) and up.attr in _RESHAPING else None
+        if not (isinstance(call, ast.Call) and call.func is up):
+            return node
+        node = call
+
+
 def _shape_use(node: ast.Name, ctx: Context) -> bool:
+    node = _after_reshapes(node, ctx)
     up = flow.parent(node, ctx)
     if isinstance(up, ast.Attribute) and up.attr in _SHAPE_ONLY:
         return True
