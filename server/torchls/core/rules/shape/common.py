@@ -47,13 +47,12 @@ class LayerInputRule(Rule):
     def visit(self, node: ast.Call, ctx: Context) -> None:
         call = ctx.call(node)
         layer = call.module
-        if self.problem_kind in OWN_RULE_IN_SEQUENTIAL and "torch.nn.Sequential" in (
-            call.qualname,
-            layer and layer.qualname,
-        ):
+        if "torch.nn.Sequential" in (call.qualname, layer and layer.qualname):
             found = sequential_problem(node, ctx)
-            if found is not None and found[2] == self.problem_kind:
-                where, inner, _, message = found
+            # Its own rule reports a layer that does not fit the value the call's input brings it, and a norm
+            # layer wherever it sits; layers that do not fit each other are TL111's.
+            if found is not None and found[2] == self.problem_kind and (found[4] or found[2] in OWN_RULE_IN_SEQUENTIAL):
+                where, inner, _, message, _ = found
                 ctx.report(where, message, related=ctx.related(inner.origin) if where is node else ())
                 return
         if layer is None or layer.user_class is not None:
@@ -76,16 +75,19 @@ class LayerInputRule(Rule):
         ctx.report(node, problem[1], related=ctx.related(layer.origin) + ctx.related(x.origin))
 
 
-def sequential_problem(node: ast.Call, ctx: Context) -> tuple[ast.AST, ModuleValue, str, str] | None:
+def sequential_problem(node: ast.Call, ctx: Context) -> tuple[ast.AST, ModuleValue, str, str, bool] | None:
     """The first layer of an ``nn.Sequential`` that provably does not fit what reaches it: where to report it, the
-    layer, the problem's kind and the message. At the definition (``nn.Sequential(...)``), what the layers fix
-    is checked from any input; where a Sequential is called on a known input, that input goes through, and the
-    first layer is left to the layer's own rule (it meets the caller's value, not a neighbour)."""
+    layer, the problem's kind, the message, and whether it is the call's input that does not fit (the layers
+    themselves fit each other). At the definition (``nn.Sequential(...)``), what the layers fix is checked from
+    any input; where a Sequential is called on a known input, that input goes through, and the first layer is
+    left to the layer's own rule (it meets the caller's value, not a neighbour)."""
     call = ctx.call(node)
     if call.module is not None and call.module.qualname == "torch.nn.Sequential" and call.module.children:
         first = call.layer_inputs[0][1] if call.layer_inputs else None
         if not isinstance(first, TensorValue) or first.shape is None:
             return None  # with no known input, the definition-site check already said what can be said
+        if _first_misfit(list(call.module.children), [node] * len(call.module.children)) is not None:
+            return None  # the layers do not fit each other: the definition site reports that
         for index, (layer, value) in enumerate(call.layer_inputs, 1):
             if not isinstance(value, TensorValue):
                 return None
@@ -94,24 +96,33 @@ def sequential_problem(node: ast.Call, ctx: Context) -> tuple[ast.AST, ModuleVal
             problem = input_problem(layer, value)
             if problem is not None:
                 shown = shapes.fmt(first.shape)
-                return (
-                    node,
-                    layer,
-                    problem[0],
-                    f"形状为 {shown} 的输入走到 `Sequential` 的第 {index} 层时接不上：{problem[1]}",
-                )
+                message = f"形状为 {shown} 的输入走到 `Sequential` 的第 {index} 层时接不上：{problem[1]}"
+                # A Linear fed a feature map (N, C, H, W) lacks the Flatten before it: the chain is broken, not
+                # the Linear's size.
+                missing_flatten = layer.qualname == "torch.nn.Linear" and value.rank is not None and value.rank >= 4
+                return node, layer, problem[0], message, not missing_flatten
         return None
     if call.qualname != "torch.nn.Sequential" or node.keywords or call.starred:
         return None
     # For Sequential(*layers) with a list the code builds, the layers are known but not where each is written.
     arg_nodes = node.args if not call.spliced else [node] * len(call.args)
-    value: TensorValue | None = TensorValue()  # whatever goes in: only what the layers fix is checked
-    for arg_node, layer in zip(arg_nodes, call.args, strict=True):
+    found = _first_misfit(list(call.args), arg_nodes)
+    if found is None:
+        return None
+    index, layer, problem = found
+    return arg_nodes[index], layer, problem[0], f"在 `Sequential` 里与前面的层接不上：{problem[1]}", False
+
+
+def _first_misfit(layers: list, nodes: list) -> tuple[int, ModuleValue, tuple[str, str]] | None:
+    """The first of ``layers`` (written at ``nodes``) that provably does not fit what the ones before it give,
+    whatever goes in: only what the layers fix is checked."""
+    value: TensorValue | None = TensorValue()
+    for index, (layer, node) in enumerate(zip(layers, nodes, strict=True)):
         if not isinstance(layer, ModuleValue) or value is None:
             return None
         problem = input_problem(layer, value)
         if problem is not None:
-            return arg_node, layer, problem[0], f"在 `Sequential` 里与前面的层接不上：{problem[1]}"
-        result = layer_output(layer, value, arg_node)
+            return index, layer, problem
+        result = layer_output(layer, value, node)
         value = result if isinstance(result, TensorValue) else None
     return None
