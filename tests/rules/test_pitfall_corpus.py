@@ -32,7 +32,7 @@ def test_a_clean_program_gets_no_finding(program):
     assert not findings, [f"{f.code} line {f.span.start.line + 1}: {f.message}" for f in findings]
 
 
-RECALL_FLOOR = 0.85  # 161 of 182 programs (88%) when this was set
+RECALL_FLOOR = 0.85  # 175 of 204 programs (86%) after the blind set h_h_ was added (55% on it before tuning)
 
 
 def test_every_expected_code_is_a_rule():
