@@ -64,7 +64,7 @@ CASES = {
         model = nn.Sequential(*layers, nn.Flatten(), nn.Linear(16 * 16 * 16, 10))  # sized for one pooling
         model(torch.randn(2, 3, 32, 32))
         """,
-        "TL111",
+        "TL101",  # the layers fit each other; the Linear does not fit what this input brings it
         "nn.Linear(16 * 16 * 16, 10)",
         "nn.Linear(16 * 8 * 8, 10)",
     ),
