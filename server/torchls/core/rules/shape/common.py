@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 from torchls.core import shapes
 from torchls.core.layers import input_problem, layer_output
-from torchls.core.rules.base import Context, Rule
+from torchls.core.rules.base import Analysis, CallInfo, Context, Rule
 from torchls.core.values import ModuleValue, TensorValue
 
 # Kinds of layer problem that their own rule reports wherever the layer sits, in a Sequential too: a BatchNorm
@@ -75,13 +76,35 @@ class LayerInputRule(Rule):
         ctx.report(node, problem[1], related=ctx.related(layer.origin) + ctx.related(x.origin))
 
 
-def sequential_problem(node: ast.Call, ctx: Context) -> tuple[ast.AST, ModuleValue, str, str, bool] | None:
+SequentialProblem = tuple[ast.AST, ModuleValue, str, str, bool]
+
+
+@dataclass(slots=True)
+class _SequentialProblems(Analysis):
+    """:func:`sequential_problem`'s answer for each evaluation of a call (keyed by its :class:`CallInfo`): every
+    layer-input rule and TL111 ask about each ``Sequential`` call, and walking its layers once is enough."""
+
+    found: dict[ast.Call, tuple[CallInfo, SequentialProblem | None]] = field(default_factory=dict)
+
+
+def sequential_problem(node: ast.Call, ctx: Context) -> SequentialProblem | None:
+    """See :func:`_sequential_problem`; computed once per evaluation of ``node``."""
+    call = ctx.call(node)
+    memo = ctx.analysis(_SequentialProblems).found
+    cached = memo.get(node)
+    if cached is not None and cached[0] is call:
+        return cached[1]
+    found = _sequential_problem(node, call, ctx)
+    memo[node] = (call, found)
+    return found
+
+
+def _sequential_problem(node: ast.Call, call: CallInfo, ctx: Context) -> SequentialProblem | None:
     """The first layer of an ``nn.Sequential`` that provably does not fit what reaches it: where to report it, the
     layer, the problem's kind, the message, and whether it is the call's input that does not fit (the layers
     themselves fit each other). At the definition (``nn.Sequential(...)``), what the layers fix is checked from
     any input; where a Sequential is called on a known input, that input goes through, and the first layer is
     left to the layer's own rule (it meets the caller's value, not a neighbour)."""
-    call = ctx.call(node)
     if call.module is not None and call.module.qualname == "torch.nn.Sequential" and call.module.children:
         first = call.layer_inputs[0][1] if call.layer_inputs else None
         if not isinstance(first, TensorValue) or first.shape is None:
