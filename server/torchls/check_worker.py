@@ -34,16 +34,18 @@ _CHECK_NICENESS = 5
 _checkers: dict[tuple[tuple[str, ...], tuple[str, ...]], Checker] = {}  # in the worker: one per rule selection
 
 
-def _start_worker() -> None:
+def _start_worker(server: int) -> None:
     """In the worker, before any check: its stdout is the server's, which carries the LSP messages, so anything
-    printed there goes to stderr (the editor's log) instead; and it ends when the server does."""
+    printed there goes to stderr (the editor's log) instead; and it ends when the server (pid ``server``) does.
+    The server passes its own pid: a worker that read its parent's pid here, after a server killed while the
+    worker was still importing, would watch the process it was handed to and never end."""
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     sys.stdout = sys.stderr
     # On a machine with few cores, a check of a long file just opened (CPU-bound for up to a second) would take
     # a core from the hover or completion the user is waiting for: it gives way to them.
     with contextlib.suppress(OSError, AttributeError):  # AttributeError: no os.nice on Windows
         os.nice(_CHECK_NICENESS)
-    threading.Thread(target=_end_with, args=(os.getppid(),), name="torchls-parent-watch", daemon=True).start()
+    threading.Thread(target=_end_with, args=(server,), name="torchls-parent-watch", daemon=True).start()
 
 
 def _end_with(parent: int) -> None:
@@ -102,7 +104,10 @@ class CheckWorker:
 
     def _new_pool(self) -> ProcessPoolExecutor:
         return ProcessPoolExecutor(
-            max_workers=1, mp_context=multiprocessing.get_context("spawn"), initializer=_start_worker
+            max_workers=1,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=_start_worker,
+            initargs=(os.getpid(),),
         )
 
     def _done(self, pool: ProcessPoolExecutor, future: Future) -> None:

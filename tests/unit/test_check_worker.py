@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import subprocess
+import sys
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 
@@ -83,3 +85,23 @@ def test_checks_move_to_a_thread_when_no_checking_process_can_start():
         assert worker._thread is not None and worker._pool is None
     finally:
         worker.close()
+
+
+def test_a_worker_whose_server_died_before_it_started_ends_by_itself():
+    """A server killed while its worker is still importing: the worker, handed to another parent by then,
+    compares against the server's pid it was given, not the parent it finds, and ends."""
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    server_pid = int(gone.stdout)
+    worker = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from torchls.check_worker import _start_worker; "
+            "_start_worker(int(sys.argv[1])); time.sleep(60)",
+            str(server_pid),
+        ]
+    )
+    try:
+        assert worker.wait(timeout=15) == 0
+    finally:
+        worker.kill()
