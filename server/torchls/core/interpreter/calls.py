@@ -15,6 +15,7 @@ from typing import Any
 from torchls.core import facts
 from torchls.core.facts import CREATION_FUNCTIONS, DTYPE_METHODS
 from torchls.core.interpreter.base import _UNROLL_ITEMS, Env, InterpreterBase, log
+from torchls.core.interpreter.class_info import ClassInfo
 from torchls.core.interpreter.known_values import _int, _known_items, _literal
 from torchls.core.interpreter.torch_tables import (
     PROVENANCE_METHODS,
@@ -164,6 +165,8 @@ class CallsMixin(InterpreterBase):
             if name in ("list", "tuple") and name not in self.module_env and len(info.args) == 1:
                 items = _known_items(info.args[0])
                 return TupleValue(items) if items is not None else None
+            if name == "map" and name not in self.module_env and len(info.args) == 2:
+                return self._mapped(node.args[0], info.args[1], info, env)
             if name in ("iter", "next") and name not in self.module_env and len(info.args) == 1:
                 # next(iter(loader)): one item of what iterating gives (iter() alone changes nothing we track)
                 only = info.args[0]
@@ -174,6 +177,30 @@ class CallsMixin(InterpreterBase):
             if base is not None:
                 return self._call_function(base.methods["__init__"], base, info, env.get("self"))
         return None
+
+    def _mapped(self, func: ast.expr, sequence: Value, info: CallInfo, env: Env) -> Value:
+        """``map(self._split_heads, (q, k, v))`` over a sequence the code spells out: the file's function (or a
+        method of an instance it knows) called on each item, as a tuple that unpacks like the items do."""
+        items = _known_items(sequence)
+        if items is None or isinstance(func, ast.Starred):
+            return None
+        receiver: Value = None
+        function: ast.FunctionDef | ast.AsyncFunctionDef | None = None
+        klass: ClassInfo | None = None
+        if isinstance(func, ast.Name) and self._is_global(func.id, env):
+            function = self.functions.get(func.id)
+        elif isinstance(func, ast.Attribute):
+            receiver = self.expr(func.value, env)
+            owner = self._user_class_of(receiver)
+            if owner is not None and (function := owner.method(func.attr)) is not None:
+                klass = self._defining_class(owner, func.attr)
+        if function is None:
+            return None
+        results = []
+        for item in items:
+            one = CallInfo(info.node, method=func.attr if receiver is not None else None, args=[item], spliced=True)
+            results.append(self._call_function(function, klass, one, receiver))
+        return TupleValue(tuple(results))
 
     def _parser_method(self, parser: InstanceValue, info: CallInfo, env: Env) -> Value:
         """An ``argparse`` parser: ``add_argument`` records each option's default, ``parse_args`` gives the

@@ -82,6 +82,8 @@ class TorchFunctionsMixin(InterpreterBase):
             return _padded(info)
         if qualname == "torch.diff" and isinstance(info.arg(0, "input"), TensorValue):
             return _differenced(info.arg(0, "input"), info, 1)  # type: ignore[arg-type]
+        if qualname in ("torch.einsum", "torch.functional.einsum"):
+            return _einsum(info)
         if qualname == "torch.nn.functional.interpolate":
             return _interpolated(info)
         if qualname == "torch.where" and len(info.args) == 3 and not info.kwargs:
@@ -362,6 +364,48 @@ def _padded(info: CallInfo) -> Value:
         grown = dims[-1 - index]
         dims[-1 - index] = grown + pads[2 * index] + pads[2 * index + 1] if isinstance(grown, int) else None
     return TensorValue(shape=tuple(dims), dtype=x.dtype, device=x.device, is_leaf=False)
+
+
+def _einsum(info: CallInfo) -> Value:
+    """``torch.einsum("mf,bft->bmt", a, b)``: each output letter takes the size an operand gives that letter,
+    so a known filterbank size reaches the result even when the other operand's sizes are unknown."""
+    equation = _literal(info.arg(0, "equation"))
+    operands = info.args[1:]
+    if len(operands) == 1 and isinstance(operands[0], TupleValue):
+        operands = list(operands[0].items)  # einsum(eq, [a, b])
+    if not isinstance(equation, str) or info.starred or not operands:
+        return None
+    if not all(isinstance(v, TensorValue) or v is None for v in operands):
+        return TensorValue(is_leaf=False)
+    # einsum takes only tensors: an operand the analysis does not know is a tensor of unknown shape
+    tensors = [v if isinstance(v, TensorValue) else TensorValue() for v in operands]
+    dtypes, devices = {t.dtype for t in tensors}, {t.device for t in tensors}
+    unknown = TensorValue(
+        dtype=dtypes.pop() if len(dtypes) == 1 else None,
+        device=devices.pop() if len(devices) == 1 else None,
+        is_leaf=False,
+    )
+    equation = equation.replace(" ", "")
+    inputs, arrow, output = equation.partition("->")
+    subscripts = inputs.split(",")
+    if "." in equation or len(subscripts) != len(tensors) or not all(s.isalpha() for s in subscripts):
+        return unknown  # broadcasting with "..." is not followed
+    if not arrow:  # implicit output: the letters used once, in alphabetical order
+        output = "".join(sorted(c for c in set(inputs) if inputs.count(c) == 1 and c.isalpha()))
+    if not output.isalpha() and output:
+        return unknown
+    sizes: dict[str, Any] = {}
+    for letters, tensor in zip(subscripts, tensors, strict=True):
+        dims = tensor.dims
+        if dims is not None and len(dims) != len(letters):
+            return unknown  # a subscript that does not fit its operand: einsum raises, nothing to say here
+        for index, letter in enumerate(letters):
+            size = dims[index] if dims is not None else None
+            if size is not None and sizes.get(letter) is None:
+                sizes[letter] = size
+    if any(letter not in inputs for letter in output):
+        return unknown
+    return unknown.with_(shape=tuple(sizes.get(letter) for letter in output))
 
 
 def _differenced(x: TensorValue, info: CallInfo, first: int) -> Value:
