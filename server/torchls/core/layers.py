@@ -120,6 +120,42 @@ def _final_state(module: ModuleValue, short: str, x: TensorValue, hidden: int) -
     return TupleValue((state, state)) if short == "LSTM" else state
 
 
+def state_problem(module: ModuleValue, x: TensorValue, state: Value) -> str | None:
+    """Why the initial state ``state`` (``h_0``, or ``(h_0, c_0)`` for an LSTM) provably does not fit a recurrent
+    layer called on the batched input ``x``: a Chinese message, or None. Each state must be
+    ``(num_layers * directions, batch, hidden_size)``, the batch taken from dim 0 or 1 as ``batch_first`` says."""
+    short = module.qualname.rsplit(".", 1)[-1]
+    if short not in ("LSTM", "GRU", "RNN") or module.has_arg("proj_size") or x.shape is None or len(x.shape) != 3:
+        return None
+    hidden, count = module.arg("hidden_size"), module.arg("num_layers", 1)
+    batch_first, bidirectional = module.arg("batch_first", False), module.arg("bidirectional", False)
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in (hidden, count)):
+        return None
+    if not isinstance(batch_first, bool) or not isinstance(bidirectional, bool):
+        return None
+    batch = x.shape[0 if batch_first else 1]
+    if batch is None:
+        return None
+    expected = (count * (2 if bidirectional else 1), batch, hidden)
+    states = state.items if short == "LSTM" and isinstance(state, TupleValue) else (state,)
+    for given in states:
+        if not isinstance(given, TensorValue) or given.shape is None or None in given.shape:
+            continue
+        if given.shape == expected:
+            continue
+        message = (
+            f"`{short}` 的初始隐状态应是 {_size(expected)}（num_layers×方向数, batch, hidden_size），"
+            f"实际是 {_size(given.shape)}"
+        )
+        swapped = x.shape[1 if batch_first else 0]
+        if given.shape == (expected[0], swapped, hidden):
+            layout = "(batch, 时间, 特征)" if batch_first else "(时间, batch, 特征)"
+            fix = "去掉 batch_first=True" if batch_first else "构造时加 batch_first=True"
+            message += f"：输入按 {layout} 读，batch 是 {batch}；若输入的第一维才是 batch，{fix}"
+        return message
+    return None
+
+
 def fresh_strides(dims: tuple | None) -> dict:
     """The strides of a newly allocated tensor of ``dims``, as the fields that hold them (ints when every dim is
     known, products of named sizes when some are named, none otherwise)."""
