@@ -40,7 +40,7 @@ class SequenceInputSizeMismatch(LayerInputRule):
     def visit(self, node: ast.Call, ctx: Context) -> None:
         super().visit(node, ctx)
         call = ctx.call(node)
-        if call.module is None or call.module.user_class is not None or len(node.args) < 2 and not node.keywords:
+        if call.module is None or call.module.user_class is not None or (len(node.args) < 2 and not node.keywords):
             return
         x, state = ctx.tensor(call.arg_node(0, "input")), call.arg(1, "hx")
         if x is None or state is None:
