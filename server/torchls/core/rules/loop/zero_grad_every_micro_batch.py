@@ -18,8 +18,8 @@ class ZeroGradEveryMicroBatch(Rule):
     都会执行，于是前几个 micro-batch 的梯度还没用上就被清零，每次 `step()` 只用到最后一个 micro-batch 的梯度：
     等效 batch 没有变大，其余的前向和反向白算，而且不报错。只在同一个循环里 `backward()` 和 `zero_grad()`
     都无条件执行、同一个优化器的每个 `step()` 都在形如 `计数 % N == 0` 的条件下（计数在这个循环里变化）、
-    循环里把损失除以同一个 `N`（`loss / accum_steps`，梯度累积的标志）、条件分支里没有自己的 `backward()`、
-    也没有手工改写 `.grad` 时才报告。
+    循环里（或循环调用的本文件函数里）把损失除以同一个 `N`（`loss / accum_steps`，梯度累积的标志）、
+    条件分支里没有自己的 `backward()`、也没有手工改写 `.grad` 时才报告。
 
     **示例**
     ```python
