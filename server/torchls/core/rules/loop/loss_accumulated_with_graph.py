@@ -290,7 +290,7 @@ def _starts_as_number(accumulator: ast.expr, node: ast.AST, ctx: Context) -> boo
     if isinstance(accumulator, ast.Name):
         scope = flow.scope_of(node, ctx)
         values = [
-            flow.simple_assignment(s, ctx)
+            _initial_value(s, ctx)
             for s in flow.bindings(scope, accumulator.id, ctx)
             if not isinstance(flow.parent(s, ctx), ast.AugAssign) and _accumulation(flow.parent(s, ctx), ctx) is None  # type: ignore[arg-type]
         ]
@@ -315,6 +315,11 @@ def _starts_as_number(accumulator: ast.expr, node: ast.AST, ctx: Context) -> boo
                 return False
         return True
     return False
+
+
+def _initial_value(store: ast.AST, ctx: Context) -> ast.expr | None:
+    """The value a store binds: ``total = 0.0``, or its part of ``d_total, g_total = 0.0, 0.0``."""
+    return flow.bound_value(store, ctx) if isinstance(store, ast.Name) else flow.simple_assignment(store, ctx)
 
 
 def _numeric_value(value: ast.expr | None, name: str, ctx: Context) -> bool:
@@ -387,7 +392,7 @@ def _only_used_as_number(accumulator: ast.expr, kind: str, node: ast.AST, ctx: C
         statement = flow.parent(store, ctx)
         if statement is not None and _accumulation(statement, ctx) is not None:
             continue
-        value = flow.simple_assignment(store, ctx)
+        value = _initial_value(store, ctx)
         empty_list = _is_list_value(value) and not (isinstance(value, ast.List) and value.elts)
         if (kind == "append" and empty_list) or (kind == "add" and _is_number(value)):
             initialised = True

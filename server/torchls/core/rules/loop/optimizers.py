@@ -473,7 +473,7 @@ class TrainingHelpers(Analysis):
                 if isinstance(inner, ast.Attribute):
                     if inner.attr == "step":
                         steps.add(node.name)
-                    elif _clears_gradients(inner):
+                    elif _clears_gradients(inner) and not _clears_a_local_copy(inner, ctx):
                         zeroes.add(node.name)
                 if isinstance(inner, ast.Call):
                     func = inner.func
@@ -495,6 +495,24 @@ class TrainingHelpers(Analysis):
                         found.add(name)
                         changed = True
         return cls(frozenset(steps), frozenset(zeroes))
+
+
+def _clears_a_local_copy(node: ast.Attribute, ctx: Context) -> bool:
+    """``ref.zero_grad`` where ``ref`` is a local variable of a function, bound once to a copy made there
+    (``ref = copy.deepcopy(model)``) or to modules built anew: it clears no gradient that lives outside the call."""
+    if node.attr != "zero_grad" or not isinstance(node.value, ast.Name):
+        return False
+    name = node.value.id
+    scope = flow.scope_of(node, ctx)
+    if not isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef) or flow.is_parameter(scope, name):
+        return False
+    stores = flow.bindings(scope, name, ctx)
+    if len(stores) != 1 or not isinstance(stores[0], ast.Name):
+        return False
+    value = flow.bound_value(stores[0], ctx)
+    if not isinstance(value, ast.Call):
+        return False
+    return ctx.qualify(value.func) == "copy.deepcopy" or _builds_anew(value, ctx, 0)
 
 
 def _clears_gradients(node: ast.Attribute) -> bool:

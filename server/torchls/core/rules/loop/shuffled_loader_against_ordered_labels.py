@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import ast
+from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from torchls.core.control_flow import Scope, position, scope_nodes
 from torchls.core.findings import Severity
@@ -16,6 +18,9 @@ from torchls.core.rules.loop.flow import (
 )
 from torchls.core.rules.loop.modules import classes, literal_argument
 from torchls.core.values import InstanceValue
+
+if TYPE_CHECKING:
+    from torchls.core.interpreter import ClassInfo
 
 # Metrics that compare ``(y_true, y_pred)`` sample by sample.
 _METRICS = frozenset(
@@ -166,6 +171,8 @@ def _collected(
     expr = _unwrap(expr, ctx)
     if isinstance(expr, ast.Call):
         return _returned_by(expr, ctx, depth)
+    if isinstance(expr, ast.ListComp):
+        return _comprehended(expr, ctx, params)
     if not isinstance(expr, ast.Name):
         return None
     scope = scope_of(use, ctx)
@@ -189,12 +196,45 @@ def _collected(
         rebinds = [position(s) for s in stores if s is not list_init[0]]
         until = min([*rebinds, position(use)])
         return _filled_in_loop(expr.id, scope, list_init[0], until, ctx, params)
-    if len(stores) != 1:
+    if len(stores) != 1 or position(stores[0]) > position(use):
         return None
     value = simple_assignment(stores[0], ctx)
-    if value is None or position(stores[0]) > position(use):
-        return None
+    if value is None:
+        # ``preds, acc = predict(model, loader)``: the matching part of what the function returns.
+        part = _unpacked_call(stores[0], ctx)
+        return _returned_by(part[0], ctx, depth - 1, part[1]) if part is not None else None
     return _collected(value, stores[0], ctx, depth - 1, params)
+
+
+def _unpacked_call(store: ast.AST, ctx: Context) -> tuple[ast.Call, int] | None:
+    """(the call, the index) for a name unpacked from a call's result: ``preds, acc = predict(...)``."""
+    target = parent(store, ctx)
+    statement = parent(target, ctx) if isinstance(target, ast.Tuple) else None
+    if not (
+        isinstance(statement, ast.Assign)
+        and len(statement.targets) == 1
+        and statement.targets[0] is target
+        and isinstance(statement.value, ast.Call)
+        and not any(isinstance(e, ast.Starred) for e in target.elts)  # type: ignore[union-attr]
+    ):
+        return None
+    return statement.value, target.elts.index(store)  # type: ignore[union-attr]
+
+
+def _comprehended(
+    comprehension: ast.ListComp, ctx: Context, params: dict[str, InstanceValue] | None
+) -> tuple[InstanceValue, ast.expr] | None:
+    """``[model(x).argmax(1) for x, _ in loader]``: one value per batch of one shuffled DataLoader, in its order."""
+    if len(comprehension.generators) != 1:
+        return None
+    generator = comprehension.generators[0]
+    if generator.ifs or generator.is_async:
+        return None
+    loader = _shuffled_loader(generator.iter, ctx, params)
+    if loader is None:
+        return None
+    bound = {n.id for n in ast.walk(generator.target) if isinstance(n, ast.Name)}
+    return loader if _names(comprehension.elt) & bound else None
 
 
 def _filled_in_loop(
@@ -278,6 +318,8 @@ def _shuffled_loader(
             break
         node = node.args[0]
     value = params.get(node.id) if params is not None and isinstance(node, ast.Name) else None
+    if value is None and isinstance(node, ast.Call):
+        value = _built_loader(node, ctx, params)
     if value is None:
         value = ctx.value(node)
     if isinstance(value, InstanceValue) and value.qualname in ("builtins.enumerate", "progress"):
@@ -297,9 +339,54 @@ def _shuffled_loader(
     return value, node
 
 
-def _returned_by(call: ast.Call, ctx: Context, depth: int) -> tuple[InstanceValue, ast.expr] | None:
+def _built_loader(call: ast.Call, ctx: Context, params: dict[str, InstanceValue] | None) -> InstanceValue | None:
+    """``make_loader(ds, train=False)``: a module-level function of the file whose one ``return`` is a
+    ``DataLoader(dataset, ...)`` built around one of its parameters (not rebound): that DataLoader, reading the
+    dataset the call passes (as the caller knows it, through ``params`` inside a function being followed)."""
+    if not isinstance(call.func, ast.Name) or any(k.arg is None for k in call.keywords):
+        return None
+    if any(isinstance(a, ast.Starred) for a in call.args):
+        return None
+    definitions = bindings(ctx.tree, call.func.id, ctx)
+    if len(definitions) != 1 or not isinstance(definitions[0], ast.FunctionDef) or definitions[0].decorator_list:
+        return None
+    function = definitions[0]
+    returns = [n for n in scope_nodes(function) if isinstance(n, ast.Return)]
+    if len(returns) != 1 or not isinstance(returns[0].value, ast.Call):
+        return None
+    made = returns[0].value
+    loader = ctx.value(made)
+    if not isinstance(loader, InstanceValue) or loader.qualname != "torch.utils.data.DataLoader":
+        return None
+    if loader.origin is None or loader.origin.node is not made:
+        return None
+    dataset = made.args[0] if made.args else next((k.value for k in made.keywords if k.arg == "dataset"), None)
+    if (
+        not isinstance(dataset, ast.Name)
+        or not is_parameter(function, dataset.id)
+        or bindings(function, dataset.id, ctx)
+    ):
+        return None
+    parameters = [a.arg for a in [*function.args.posonlyargs, *function.args.args]]
+    passed: dict[str, ast.expr] = dict(zip(parameters, call.args, strict=False))
+    passed.update({k.arg: k.value for k in call.keywords if k.arg is not None})
+    argument = passed.get(dataset.id)
+    if argument is None:
+        return None
+    value = params.get(argument.id) if params is not None and isinstance(argument, ast.Name) else None
+    if value is None:
+        value = ctx.value(argument)
+    if not isinstance(value, InstanceValue):
+        return None
+    return replace(loader, args=tuple((k, value if k == "dataset" else v) for k, v in loader.args))
+
+
+def _returned_by(
+    call: ast.Call, ctx: Context, depth: int, part: int | None = None
+) -> tuple[InstanceValue, ast.expr] | None:
     """``predict(model, test_loader)``: a function of the file's module level that returns what it collected
-    from the shuffled DataLoader passed to it."""
+    from the shuffled DataLoader passed to it (or from one it builds around the dataset passed to it); with
+    ``part``, that part of the tuple it returns (``return torch.cat(preds), hits / n``)."""
     if not isinstance(call.func, ast.Name) or any(k.arg is None for k in call.keywords):
         return None
     if any(isinstance(a, ast.Starred) for a in call.args):
@@ -314,7 +401,7 @@ def _returned_by(call: ast.Call, ctx: Context, depth: int) -> tuple[InstanceValu
     params = {}
     for name, argument in passed.items():
         value = ctx.value(argument)
-        if isinstance(value, InstanceValue) and value.qualname == "torch.utils.data.DataLoader":
+        if isinstance(value, InstanceValue):  # a DataLoader, or a dataset a loader may be built around
             if bindings(function, name, ctx):
                 return None  # the parameter is rebound inside
             params[name] = value
@@ -323,7 +410,14 @@ def _returned_by(call: ast.Call, ctx: Context, depth: int) -> tuple[InstanceValu
     returns = [n for n in scope_nodes(function) if isinstance(n, ast.Return)]
     if len(returns) != 1 or returns[0].value is None:
         return None
-    found = _collected(returns[0].value, returns[0], ctx, depth - 1, params)
+    returned = returns[0].value
+    if part is not None:
+        if not isinstance(returned, ast.Tuple) or any(isinstance(e, ast.Starred) for e in returned.elts):
+            return None
+        if part >= len(returned.elts):
+            return None
+        returned = returned.elts[part]
+    found = _collected(returned, returns[0], ctx, depth - 1, params)
     if found is None:
         return None
     loader, inside = found
@@ -331,6 +425,8 @@ def _returned_by(call: ast.Call, ctx: Context, depth: int) -> tuple[InstanceValu
     for name, argument in passed.items():
         if isinstance(inside, ast.Name) and inside.id == name:
             return loader, argument
+    if isinstance(inside, ast.Call):
+        return loader, inside  # built inside the function: named as the function builds it
     return None
 
 
@@ -398,7 +494,16 @@ def _served_by_index(class_name: str, attribute: str, ctx: Context) -> bool:
     if len(parameters) != 2:
         return False
     returns = [n.value for n in ast.walk(getitem) if isinstance(n, ast.Return)]
-    if len(returns) != 1 or not isinstance(returns[0], ast.Tuple):
+    if len(returns) != 1 or returns[0] is None:
+        return False
+    served = returns[0].elts if isinstance(returns[0], ast.Tuple) else [returns[0]]
+    if (
+        _counted_by(klass, attribute)  # type: ignore[arg-type]
+        and not bindings(getitem, parameters[1])
+        and all(_self_item(part, parameters[0], parameters[1]) for part in served)
+    ):
+        return True  # one entry per sample, and sample i is read at i (``return self.features[i]``)
+    if not isinstance(returns[0], ast.Tuple):
         return False
     return any(
         isinstance(part, ast.Subscript)
@@ -409,6 +514,45 @@ def _served_by_index(class_name: str, attribute: str, ctx: Context) -> bool:
         and isinstance(part.slice, ast.Name)
         and part.slice.id == parameters[1]
         for part in returns[0].elts[1:]
+    )
+
+
+def _counted_by(klass: ClassInfo, attribute: str) -> bool:
+    """The class's ``__len__`` is ``return len(self.<attribute>)``: the attribute has one entry per sample."""
+    length = klass.method("__len__")
+    if length is None or len(length.args.args) != 1:
+        return False
+    returns = [n.value for n in ast.walk(length) if isinstance(n, ast.Return)]
+    if len(returns) != 1 or not isinstance(returns[0], ast.Call):
+        return False
+    call = returns[0]
+    return (
+        isinstance(call.func, ast.Name)
+        and call.func.id == "len"
+        and len(call.args) == 1
+        and not call.keywords
+        and _is_self_attribute(call.args[0], length.args.args[0].arg, attribute)
+    )
+
+
+def _self_item(node: ast.AST, self_name: str, index: str) -> bool:
+    """``self.<anything>[index]``."""
+    return (
+        isinstance(node, ast.Subscript)
+        and isinstance(node.value, ast.Attribute)
+        and isinstance(node.value.value, ast.Name)
+        and node.value.value.id == self_name
+        and isinstance(node.slice, ast.Name)
+        and node.slice.id == index
+    )
+
+
+def _is_self_attribute(node: ast.AST, self_name: str, attribute: str) -> bool:
+    return (
+        isinstance(node, ast.Attribute)
+        and node.attr == attribute
+        and isinstance(node.value, ast.Name)
+        and node.value.id == self_name
     )
 
 

@@ -18,8 +18,8 @@ class ZeroGradEveryMicroBatch(Rule):
     都会执行，于是前几个 micro-batch 的梯度还没用上就被清零，每次 `step()` 只用到最后一个 micro-batch 的梯度：
     等效 batch 没有变大，其余的前向和反向白算，而且不报错。只在同一个循环里 `backward()` 和 `zero_grad()`
     都无条件执行、同一个优化器的每个 `step()` 都在形如 `计数 % N == 0` 的条件下（计数在这个循环里变化）、
-    循环里把损失除以同一个 `N`（`loss / accum_steps`，梯度累积的标志）、条件分支里没有自己的 `backward()`、
-    也没有手工改写 `.grad` 时才报告。
+    循环里（或循环调用的本文件函数里）把损失除以同一个 `N`（`loss / accum_steps`，梯度累积的标志）、
+    条件分支里没有自己的 `backward()`、也没有手工改写 `.grad` 时才报告。
 
     **示例**
     ```python
@@ -230,13 +230,70 @@ def _writes_gradients(loop: ast.AST, calls: list[ast.Call], zeroing: set[str]) -
 
 def _scaled_by(loop: ast.AST, divisor: ast.expr, ctx: Context) -> bool:
     """Somewhere in the loop a value is divided by the gate's N (``loss / accum_steps``, ``loss /= N``): the mark
-    of gradient accumulation, which averages the N micro-batches."""
+    of gradient accumulation, which averages the N micro-batches. Also inside a function of the file the loop
+    calls (``loss = micro_loss(model, x, y)`` returning ``... / ACCUM_STEPS``), when that function divides by the
+    same module-level name or by a parameter the call passes N to."""
     wanted = ctx.text(divisor)
-    for inner in optimizers.loop_body_nodes(loop):  # type: ignore[arg-type]
+    if any(_divides_by(inner, wanted, ctx) for inner in optimizers.loop_body_nodes(loop)):  # type: ignore[arg-type]
+        return True
+    scope = flow.scope_of(loop, ctx)
+    global_divisor = isinstance(divisor, ast.Name) and _global_name(divisor.id, scope, ctx)
+    calls = [n for n in optimizers.loop_body_nodes(loop) if isinstance(n, ast.Call)]  # type: ignore[arg-type]
+    return any(_helper_scales(call, wanted, global_divisor, ctx, 2, None) for call in calls)
+
+
+def _divides_by(node: ast.AST, wanted: str, ctx: Context) -> bool:
+    if isinstance(node, ast.BinOp | ast.AugAssign) and isinstance(node.op, ast.Div):
+        right = node.right if isinstance(node, ast.BinOp) else node.value
+        return ctx.text(right) == wanted
+    return False
+
+
+def _global_name(name: str, scope: control_flow.Scope, ctx: Context) -> bool:
+    """``name`` read in ``scope`` is the module-level variable: not bound in the function (nor a parameter)."""
+    if isinstance(scope, ast.Module):
+        return True
+    if not isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef) or flow.scope_of(scope, ctx) is not ctx.tree:
+        return False
+    return not flow.is_parameter(scope, name) and not flow.bindings(scope, name, ctx)
+
+
+def _helper_scales(
+    call: ast.Call, wanted: str, global_divisor: bool, ctx: Context, depth: int, holding: set[str] | None
+) -> bool:
+    """``call`` runs a module-level function of the file that divides something by N: the same module-level name
+    ``wanted`` (``global_divisor``), or a parameter the call binds to N: an argument spelled ``wanted`` in the
+    loop's own call, or one of the caller's parameters ``holding`` N in a nested one."""
+    if depth <= 0 or not isinstance(call.func, ast.Name):
+        return False
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+        return False
+    definitions = flow.bindings(ctx.tree, call.func.id, ctx)
+    if len(definitions) != 1 or not isinstance(definitions[0], ast.FunctionDef):
+        return False
+    function = definitions[0]
+    parameters = [a.arg for a in [*function.args.posonlyargs, *function.args.args]]
+    passed = dict(zip(parameters, call.args, strict=False))
+    passed.update({k.arg: k.value for k in call.keywords if k.arg is not None})
+    spelled = {
+        name
+        for name, argument in passed.items()
+        if (
+            ctx.text(argument) == wanted
+            if holding is None
+            else isinstance(argument, ast.Name) and argument.id in holding
+        )
+        and not flow.bindings(function, name, ctx)
+    }
+    for inner in control_flow.scope_nodes(function):
         if isinstance(inner, ast.BinOp | ast.AugAssign) and isinstance(inner.op, ast.Div):
             right = inner.right if isinstance(inner, ast.BinOp) else inner.value
-            if ctx.text(right) == wanted:
+            if isinstance(right, ast.Name) and (
+                right.id in spelled or (global_divisor and right.id == wanted and _global_name(right.id, function, ctx))
+            ):
                 return True
+        if isinstance(inner, ast.Call) and _helper_scales(inner, wanted, global_divisor, ctx, depth - 1, spelled):
+            return True  # a helper of the helper
     return False
 
 

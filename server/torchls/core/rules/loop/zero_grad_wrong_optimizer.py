@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 
 from torchls.core import control_flow
 from torchls.core.findings import Severity
@@ -19,6 +20,7 @@ class ZeroGradWrongOptimizer(Rule):
     迭代之间不断累加，`opt_g.step()` 的更新越来越大、方向越来越旧，训练发散或停滞，且不报错。只在循环里的每个
     `zero_grad()` 都能证明清的是别的参数（另一个优化器或模型由不同的构造调用建出、互不包含），这个优化器由
     `model.parameters()` 之类的调用建出，循环里也没有别的清零方式（`p.grad = None`、会清零的辅助函数）时才报告。
+    循环调用的本文件函数（`d_step(G, D, opt_d)`）里对参数做的 `zero_grad()`、`step()`，按调用时传入的实参计入这个循环。
     循环里完全没有 `zero_grad()` 的情形由 TL401 报告。
 
     **示例**
@@ -52,29 +54,42 @@ class ZeroGradWrongOptimizer(Rule):
     def visit(self, node: ast.For | ast.AsyncFor | ast.While, ctx: Context) -> None:
         if not flow.file_mentions(ctx, "backward"):
             return
-        calls = [n for n in optimizers.loop_body_nodes(node) if isinstance(n, ast.Call)]
-        if not any(isinstance(c.func, ast.Attribute) and c.func.attr == "backward" for c in calls):
-            return
-        own_zeroes = [c for c in calls if optimizers.zeroed(c) is not None]
-        if not own_zeroes:
-            return  # no zero_grad at all: TL401's case
         region = _outermost_loop(node, ctx)
         region_nodes = list(optimizers.loop_body_nodes(region))
         region_calls = [n for n in region_nodes if isinstance(n, ast.Call)]
-        if _clears_otherwise(region_nodes, region_calls, ctx):
+        helpers = _helpers(region_calls, ctx)
+        if helpers is None:
             return
-        zeroes = [c for c in region_calls if _zero_grad_call(c)]
-        if any(optimizers.zeroed(c) is None for c in zeroes):
+        # The loop's own calls, and those of the file's functions it calls (``d_step(G, D, opt_d)``), each with
+        # the parameters of the function it runs in bound to the loop's arguments.
+        own = {id(n) for n in optimizers.loop_body_nodes(node)}
+        calls = [(c, None) for c in region_calls if id(c) in own]
+        calls += [(c, h.binding) for h in helpers if id(h.call) in own for c in h.calls]
+        if not any(isinstance(c.func, ast.Attribute) and c.func.attr == "backward" for c, _ in calls):
+            return
+        own_zeroes = [r for r in (_zeroed(c, b) for c, b in calls) if r is not None]
+        if not own_zeroes:
+            return  # no zero_grad at all: TL401's case
+        inlined = {id(h.call) for h in helpers}
+        every_node = region_nodes + [n for h in helpers for n in h.nodes]
+        every_call = [(c, None) for c in region_calls] + [(c, h.binding) for h in helpers for c in h.calls]
+        if _clears_otherwise(every_node, [c for c, _ in every_call if id(c) not in inlined], ctx):
+            return
+        zeroes = [(c, b) for c, b in every_call if _zero_grad_call(c)]
+        if any(_zeroed(c, b) is None for c, b in zeroes):
             return  # `models[i].zero_grad()`: not known what it clears
+        cleared = [_zeroed(c, b) for c, b in zeroes]
         rebound = assigned_names(node)
         reported: set[str] = set()
-        for call in calls:
-            if flow.enclosing_loop(call, ctx) is not node:
+        for call, binding in calls:
+            if binding is None and flow.enclosing_loop(call, ctx) is not node:
                 continue
             target = optimizers.stepped(call, ctx)
             if target is None or target[1]:
                 continue
-            optimizer = target[0]
+            optimizer = _bound(target[0], binding)
+            if optimizer is None:
+                continue
             text = ctx.text(optimizer)
             if text in reported or flow.root_name(optimizer) in rebound:
                 continue
@@ -82,12 +97,12 @@ class ZeroGradWrongOptimizer(Rule):
             sources = optimizers.parameter_sources(built, ctx) if built is not None else None
             if not sources:
                 continue
-            if not all(_clears_none_of(c, text, sources, ctx) for c in zeroes):
+            if not all(_clears_none_of(r, text, sources, ctx) for r in cleared):  # type: ignore[arg-type]
                 continue
             held = {text, *(ctx.text(s) for s in sources)}
-            if _handed_away(region_calls, held, ctx):
+            if _handed_away(every_call, held, ctx):
                 continue
-            others = sorted({ctx.text(optimizers.zeroed(c)) for c in own_zeroes})  # type: ignore[arg-type]
+            others = sorted({ctx.text(r) for r in own_zeroes})
             listed = "、".join(f"`{o}`" for o in others)
             message = (
                 f"这个循环只清零了 {listed}，`{text}` 管的参数从未清零：它们的梯度在各次迭代之间累加，"
@@ -95,6 +110,68 @@ class ZeroGradWrongOptimizer(Rule):
             )
             ctx.report(call, message)
             reported.add(text)
+
+
+@dataclass(frozen=True, slots=True)
+class _Helper:
+    """A module-level function of the file that the loop calls and that steps or clears something."""
+
+    call: ast.Call  # the call in the loop
+    binding: dict[str, ast.expr]  # its parameters -> the arguments of that call
+    nodes: list[ast.AST]  # the nodes of its body
+    calls: list[ast.Call]
+
+
+def _helpers(calls: list[ast.Call], ctx: Context) -> list[_Helper] | None:
+    """The calls of the loop to module-level functions of the file that step or clear gradients, bound to their
+    arguments. None when one such function clears gradients in a way not followed here (a receiver that is not
+    a parameter); calls to functions that cannot be followed (methods, decorated, ``*args``) are left to the
+    checks that give up on any clearing helper."""
+    stepping, zeroing = optimizers.stepping_and_zeroing_functions(ctx)
+    found = []
+    for call in calls:
+        if not isinstance(call.func, ast.Name) or call.func.id not in stepping | zeroing:
+            continue
+        if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+            continue
+        definitions = flow.bindings(ctx.tree, call.func.id, ctx)
+        if len(definitions) != 1 or not isinstance(definitions[0], ast.FunctionDef):
+            continue
+        function = definitions[0]
+        arguments = function.args
+        if function.decorator_list or arguments.vararg or arguments.kwarg or arguments.kwonlyargs:
+            continue
+        nodes = list(control_flow.scope_nodes(function))
+        if any(
+            isinstance(n, (*control_flow.SCOPES, ast.Global, ast.Nonlocal, ast.Yield, ast.YieldFrom)) for n in nodes
+        ):
+            continue
+        parameters = [a.arg for a in [*arguments.posonlyargs, *arguments.args]]
+        binding: dict[str, ast.expr] = dict(zip(parameters, call.args, strict=False))
+        binding.update({k.arg: k.value for k in call.keywords if k.arg is not None})
+        binding = {
+            name: argument
+            for name, argument in binding.items()
+            if optimizers.chain(argument) and not flow.bindings(function, name, ctx)
+        }
+        inner = [n for n in nodes if isinstance(n, ast.Call)]
+        if any(_zero_grad_call(c) and _zeroed(c, binding) is None for c in inner):
+            return None
+        found.append(_Helper(call, binding, nodes, inner))
+    return found
+
+
+def _bound(expr: ast.expr, binding: dict[str, ast.expr] | None) -> ast.expr | None:
+    """``expr`` as the loop names it: itself in the loop's own code; in a helper, the argument its parameter was
+    bound to (only a plain parameter name is followed)."""
+    if binding is None:
+        return expr
+    return binding.get(expr.id) if isinstance(expr, ast.Name) else None
+
+
+def _zeroed(call: ast.Call, binding: dict[str, ast.expr] | None) -> ast.expr | None:
+    receiver = optimizers.zeroed(call)
+    return _bound(receiver, binding) if receiver is not None else None
 
 
 def _outermost_loop(loop: ast.AST, ctx: Context) -> ast.For | ast.AsyncFor | ast.While:
@@ -134,10 +211,9 @@ def _clears_otherwise(nodes: list[ast.AST], calls: list[ast.Call], ctx: Context)
     return False
 
 
-def _clears_none_of(call: ast.Call, optimizer: str, sources: list[ast.expr], ctx: Context) -> bool:
-    """``x.zero_grad()`` provably clears none of the parameters the optimizer was built from."""
-    receiver = optimizers.zeroed(call)
-    if receiver is None or ctx.text(receiver) == optimizer:
+def _clears_none_of(receiver: ast.expr, optimizer: str, sources: list[ast.expr], ctx: Context) -> bool:
+    """``receiver.zero_grad()`` provably clears none of the parameters the optimizer was built from."""
+    if ctx.text(receiver) == optimizer:
         return False
     value = ctx.value(receiver)
     if optimizers.is_optimizer(value):
@@ -154,12 +230,12 @@ def _clears_none_of(call: ast.Call, optimizer: str, sources: list[ast.expr], ctx
 _BUILTINS = frozenset({"print", "len", "str", "repr", "isinstance", "type", "id", "getattr", "hasattr", "format"})
 
 
-def _handed_away(calls: list[ast.Call], held: set[str], ctx: Context) -> bool:
+def _handed_away(calls: list[tuple[ast.Call, dict[str, ast.expr] | None]], held: set[str], ctx: Context) -> bool:
     """The optimizer or one of its models (or a part of one) goes to a function that may clear gradients: one
     whose body is not in this file (those that clear them are already ruled out). Torch functions, builtins and
-    scaler calls are fine."""
+    scaler calls are fine. In a helper's code a parameter stands for the argument it was bound to."""
     defined = ctx.analysis(flow.FileFunctions).names | _BUILTINS
-    for call in calls:
+    for call, binding in calls:
         if _zero_grad_call(call) or optimizers.is_scaler_call(call, ctx):
             continue
         if optimizers.stepped(call, ctx) is not None:
@@ -168,9 +244,18 @@ def _handed_away(calls: list[ast.Call], held: set[str], ctx: Context) -> bool:
             continue
         arguments = [a.value if isinstance(a, ast.Starred) else a for a in call.args]
         arguments += [k.value for k in call.keywords]
-        texts = [ctx.text(a) for a in arguments if optimizers.chain(a)]
+        texts = [_loop_text(a, binding, ctx) for a in arguments if optimizers.chain(a)]
         if not any(optimizers.within(a, h) or optimizers.within(h, a) for a in texts for h in held):
             continue
         if optimizers.called_name(call) not in defined:
             return True
     return False
+
+
+def _loop_text(expr: ast.expr, binding: dict[str, ast.expr] | None, ctx: Context) -> str:
+    """How the loop spells ``expr`` (a chain): a helper's parameter replaced by the argument bound to it."""
+    text = ctx.text(expr)
+    root = flow.root_name(expr)
+    if binding and root in binding:
+        return ctx.text(binding[root]) + text[len(root) :]
+    return text
