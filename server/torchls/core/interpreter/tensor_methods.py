@@ -15,7 +15,13 @@ from torchls.core.facts import DTYPE_METHODS
 from torchls.core.interpreter.base import InterpreterBase
 from torchls.core.interpreter.known_values import _dims, _int, _literal, _size_dims
 from torchls.core.interpreter.torch_functions import _differenced
-from torchls.core.interpreter.torch_tables import ARG_REDUCTIONS, FLOATING_ELEMENTWISE, REDUCTIONS, SAME_SHAPE_METHODS
+from torchls.core.interpreter.torch_tables import (
+    ARG_REDUCTIONS,
+    DIM_ARGUMENTS,
+    FLOATING_ELEMENTWISE,
+    REDUCTIONS,
+    SAME_SHAPE_METHODS,
+)
 from torchls.core.rules.base import CallInfo
 from torchls.core.values import (
     CPU,
@@ -47,6 +53,8 @@ class TensorMethodsMixin(InterpreterBase):
     def _tensor_method(self, tensor: TensorValue, method: str, info: CallInfo, offset: int = 0) -> Value:
         node = info.node
         args = info.args
+        if method in DIM_ARGUMENTS:
+            self._check_dims(node, tensor, info, *DIM_ARGUMENTS[method])
         if method in ("view", "reshape"):
             named = _size_dims(args) if args else None
             if named is None and "shape" in info.kwargs:
@@ -326,6 +334,21 @@ class TensorMethodsMixin(InterpreterBase):
         index = _int(dim)
         if index is not None and tensor.shape is not None:
             self._problem(node, "dim", shapes.dim_problem(index, len(tensor.shape)))
+
+    def _check_dims(self, node: ast.AST, tensor: TensorValue, info: CallInfo, position: int, keyword: str) -> None:
+        """Record a dim argument out of range: at ``position`` or ``keyword``, one int or a tuple of them
+        (``x.flip(0, 1)`` passes its dims one by one)."""
+        if keyword not in info.kwargs and len(info.args) <= position:
+            return  # not given: the method's default dim, which is always in range
+        given = _literal(info.arg(position, keyword))
+        dims = given if isinstance(given, tuple) else (given,)
+        if keyword == "dims" and keyword not in info.kwargs and not isinstance(given, tuple):
+            dims = tuple(_literal(v) for v in info.args[position:])
+        for dim in dims:
+            if isinstance(dim, int) and not isinstance(dim, bool):
+                self._check_dim(node, tensor, Literal(dim))
+                if node in self.ctx.shape_problems:
+                    return
 
     def _with_provenance(self, tensor: TensorValue, provenance: str, node: ast.AST, what: str) -> TensorValue:
         return TensorValue(

@@ -17,6 +17,8 @@ from torchls.core.facts import CREATION_FUNCTIONS
 from torchls.core.interpreter.base import Env, InterpreterBase
 from torchls.core.interpreter.known_values import _dims, _int, _literal
 from torchls.core.interpreter.torch_tables import (
+    DIM_ARGUMENTS,
+    FUNCTIONAL_DIM_ARGUMENTS,
     LAYER_PARAMETERS,
     LOSS_FUNCTIONS,
     PROVENANCE_FUNCTIONS,
@@ -161,6 +163,11 @@ class TorchFunctionsMixin(InterpreterBase):
             if qualname in ("torch.cat", "torch.concat", "torch.concatenate", "torch.stack"):
                 return self._join(short, info)
             return None
+        if qualname in FUNCTIONAL_DIM_ARGUMENTS:
+            self._check_dims(node, receiver, info, *FUNCTIONAL_DIM_ARGUMENTS[qualname])
+        elif qualname == f"torch.{short}" and short in DIM_ARGUMENTS:
+            position, keyword = DIM_ARGUMENTS[short]
+            self._check_dims(node, receiver, info, position + 1, keyword)  # torch.cumsum(x, 2) is x.cumsum(2)
         if qualname in PROVENANCE_FUNCTIONS and "sigmoid" not in qualname and "expit" not in qualname:
             self._check_dim(node, receiver, info.arg(1, "dim"))
         if qualname in ("torch.softmax", "torch.nn.functional.softmax", "torch.special.softmax"):

@@ -97,6 +97,25 @@ INPLACE_METHODS = frozenset(
 )
 REDUCTIONS = frozenset("sum mean prod std var amax amin nansum nanmean logsumexp norm".split())
 ARG_REDUCTIONS = frozenset({"argmax", "argmin"})
+# Tensor methods that take a dim, with its position among the arguments after the tensor and its keyword; the
+# result's own modelling lives elsewhere (or nowhere): this table only says where a dim out of range can be read.
+DIM_ARGUMENTS: dict[str, tuple[int, str]] = {
+    **dict.fromkeys(
+        "cumsum cumprod cummax cummin logcumsumexp sort argsort unbind any all narrow select gather index_select "
+        "median nanmedian mode count_nonzero unflatten".split(),
+        (0, "dim"),
+    ),
+    **dict.fromkeys("topk kthvalue chunk split tensor_split repeat_interleave".split(), (1, "dim")),
+    "flip": (0, "dims"),
+    "roll": (1, "dims"),
+}
+# The same for functions of torch.nn.functional (position counted from the first tensor argument).
+FUNCTIONAL_DIM_ARGUMENTS: dict[str, tuple[int, str]] = {
+    "torch.nn.functional.normalize": (2, "dim"),
+    "torch.nn.functional.cosine_similarity": (2, "dim"),
+    "torch.nn.functional.glu": (1, "dim"),
+    "torch.nn.functional.softmin": (1, "dim"),
+}
 LOSS_FUNCTIONS = frozenset(
     "torch.nn.functional." + n
     for n in "cross_entropy nll_loss mse_loss l1_loss smooth_l1_loss huber_loss binary_cross_entropy "
