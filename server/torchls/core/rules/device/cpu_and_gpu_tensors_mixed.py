@@ -22,6 +22,8 @@ class CpuAndGpuTensorsMixed(Rule):
     （包括 `enumerate(loader)`、`tqdm(loader)`）且之后没有移动过的张量；GPU 一方是移到或建在 GPU 上的张量，
     或者已移到 GPU 的模型（带参数、`forward` 里不自己搬设备）的输出。0 维的 CPU 张量（如 `torch.tensor(2.0)`）
     可以和 GPU 张量做逐元素运算，不报告。
+    函数式损失（`F.cross_entropy`、`F.nll_loss`、`F.binary_cross_entropy(_with_logits)`）的 `weight=`、`pos_weight=`
+    也必须和输入在同一设备上：按标签频率算出的类别权重常常还留在 CPU 上。
 
     **示例**
     ```python
