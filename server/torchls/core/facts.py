@@ -17,7 +17,7 @@ TENSOR_FUNCTIONS = frozenset(
     cat concat concatenate stack hstack vstack dstack matmul mm bmm einsum outer where masked_select gather
     index_select take flatten reshape squeeze unsqueeze permute transpose t clone abs exp log log1p sqrt rsqrt
     pow sigmoid tanh relu softmax log_softmax clamp clip sum mean prod std var norm argmax argmin cumsum cumprod
-    tril triu diag flip roll repeat_interleave bucketize multinomial bernoulli normal isnan isinf isfinite
+    tril triu diag flip roll repeat_interleave bucketize bincount multinomial bernoulli normal isnan isinf isfinite
     logical_and logical_or logical_not eq ne gt lt ge le maximum minimum add sub mul div matrix_power
     """.split()
 )

@@ -94,7 +94,7 @@ class CallsMixin(InterpreterBase):
             return None  # x.view(*shape): the number of dims is not known
         if info.qualname is not None:
             result = self._torch_call(info.qualname, info, env)
-            return result if result is not None else _torch_result(info.qualname)
+            return result if result is not None else _torch_result(info.qualname, info)
         if info.method == "register_buffer" and self._registers_buffer(info):
             return None
         if info.method is not None:
@@ -254,10 +254,22 @@ class CallsMixin(InterpreterBase):
             sink[func.value.attr] = grown  # type: ignore[attr-defined]  # self.samples.append(...) in __init__
 
 
-def _torch_result(qualname: str) -> Value:
-    """What a torch function the interpreter does not model returns, from the facts tables: a tensor, tensors."""
+def _torch_result(qualname: str, info: CallInfo) -> Value:
+    """What a torch function the interpreter does not model returns, from the facts tables: a tensor, tensors.
+
+    A tensor computed from a tensor (``torch.multinomial(probs, n)``, ``torch.bincount(labels)``) is on that
+    tensor's device, the first argument's, when nothing in the call names a device.
+    """
     if facts.call_result(qualname) == facts.TENSOR:
-        return TensorValue()
+        first = info.args[0] if info.args and not info.starred else None
+        follows = (
+            isinstance(first, TensorValue)
+            and qualname not in facts.CREATION_FUNCTIONS
+            and qualname != "torch.where"
+            and not info.has_keyword("device")
+            and not info.unknown_keywords
+        )
+        return TensorValue(device=first.device) if follows else TensorValue()  # type: ignore[union-attr]
     if facts.call_yields_tensors(qualname) and qualname.rsplit(".", 1)[-1] not in _ONE_OR_PAIR:
         return SequenceOf(TensorValue())
     return None

@@ -238,6 +238,8 @@ class ExpressionsMixin(InterpreterBase):
         index = self.expr(node.slice, env)
         if isinstance(container, ModuleValue) and container.qualname in _LAYER_CONTAINERS and container.children:
             container = TupleValue(container.children)  # self.blocks[0]: one of the layers
+        if isinstance(container, InstanceValue) and container.qualname in _DATASETS and _an_int(index):
+            return self._dataset_sample(container, node)  # dataset[i]: one sample, as iterating it gives
         if isinstance(container, DictValue):
             if isinstance(index, Literal):
                 return container.get(index.value)
@@ -441,6 +443,16 @@ def _layer_tensor(layer: ModuleValue | OfClass, attr: str) -> Value:
     device = layer.device if isinstance(layer, ModuleValue) else None
     parameter = registered != facts.TENSOR
     return TensorValue(device=device, requires_grad=parameter or None, is_leaf=True, registered=True)
+
+
+_DATASETS = frozenset({"dataset", "torch.utils.data.TensorDataset", "torch.utils.data.Subset"})
+
+
+def _an_int(index: Value) -> bool:
+    """An index that picks one sample: an int, known or not (not a slice, a key or a tuple)."""
+    if isinstance(index, Number):
+        return index.kind == "int"
+    return isinstance(index, Literal) and isinstance(index.value, int) and not isinstance(index.value, bool)
 
 
 def _comprehension_names(generator: ast.comprehension) -> set[str]:

@@ -201,12 +201,14 @@ class UserFunctionsMixin(InterpreterBase):
             self.ctx.call_site = Origin(call, _call_site_description(given))
         self._depth += 1
         self._active.append(function)
+        self.ctx.calls_in_progress.append(call)
         try:
             return self._evaluate_function(function, klass, given, self_value)
         except Exception:  # a modelling gap in a second look must not cost the first
             log.debug("could not evaluate %s for a call", function.name, exc_info=True)
             return generic
         finally:
+            self.ctx.calls_in_progress.pop()
             self._active.pop()
             self._depth -= 1
             if self.call_values is not None:

@@ -146,6 +146,9 @@ class Context:
         self.tree: ast.Module = ast.Module(body=[], type_ignores=[])
         # While a model's forward is evaluated again for one call's arguments: that call, added to each finding.
         self.call_site: Origin | None = None
+        # The calls of the file's functions being evaluated for their arguments, innermost last (the call of the
+        # function whose body is being walked is the last one, when that body is evaluated for a call).
+        self.calls_in_progress: list[ast.AST | None] = []
         self.guarded = 0  # > 0 inside the body of a `try` whose handlers catch runtime errors
         self._current: Rule | None = None
         self._parents: dict[ast.AST, ast.AST] | None = None

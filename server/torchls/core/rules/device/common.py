@@ -253,6 +253,87 @@ def _last_move_node(module: ModuleValue, ctx: Context) -> ast.AST | None:
     return same[-1].node if same else None
 
 
+def moved_classes(ctx: Context) -> dict[str, ast.AST]:
+    """The file's model classes whose instances are moved to a possibly-GPU device (directly or inside a moved
+    model: its layers, the layers its class stores, the file's classes its ``__init__`` builds as submodules),
+    each with the move. Read once the walk is done (in a rule's ``finish``)."""
+    moved: dict[str, ast.AST] = {}
+    for move in all_moves(ctx):
+        if not (accelerated(move.device) or (move.device is None and move.device_named)):
+            continue
+        if isinstance(move.receiver, ModuleValue):
+            _mark_moved(move.receiver, move.node, moved, ctx, 0)
+    return moved
+
+
+def _mark_moved(module: ModuleValue, node: ast.AST, moved: dict[str, ast.AST], ctx: Context, depth: int) -> None:
+    if depth > 8:
+        return
+    for child in module.children:
+        if child is not None:
+            _mark_moved(child, node, moved, ctx, depth + 1)
+    if module.user_class is None or module.user_class in moved:
+        return
+    moved[module.user_class] = node
+    for klass in class_chain(module.user_class, ctx):
+        for value in klass.attributes.values():
+            if isinstance(value, ModuleValue):
+                _mark_moved(value, node, moved, ctx, depth + 1)
+        for name in _submodule_classes(klass, ctx):
+            _mark_moved(ModuleValue("torch.nn.Module", user_class=name), node, moved, ctx, depth + 1)
+
+
+_CONTAINERS = frozenset({"torch.nn.Sequential", "torch.nn.ModuleList", "torch.nn.ModuleDict"})
+
+
+def _submodule_classes(klass, ctx: Context) -> list[str]:
+    """The file's model classes whose instances ``__init__`` stores in ``self.<name>`` as submodules, directly or
+    inside ``nn.Sequential``/``nn.ModuleList``/``nn.ModuleDict`` (``nn.Sequential(*[Block(d) for _ in
+    range(n)])``): read from the syntax, since the values may not say which layers a container holds."""
+    init = klass.method("__init__")
+    if init is None:
+        return []
+    owner = self_name(init)
+    found: list[str] = []
+    for node in ast.walk(init):
+        if not isinstance(node, ast.Assign) or len(node.targets) != 1:
+            continue
+        target = node.targets[0]
+        if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == owner:
+            _constructed(node.value, ctx, found, in_container=False, depth=0)
+    return found
+
+
+def _constructed(expr: ast.expr, ctx: Context, found: list[str], in_container: bool, depth: int) -> None:
+    if depth > 6:
+        return
+    if isinstance(expr, ast.Call):
+        func = expr.func
+        if isinstance(func, ast.Name) and func.id not in ctx.imports:
+            info = ctx.classes.get(func.id)
+            if info is not None and info.is_module:
+                found.append(func.id)
+            return
+        if ctx.qualify(func) in _CONTAINERS:
+            for arg in [*expr.args, *(k.value for k in expr.keywords if k.arg is None)]:
+                _constructed(arg, ctx, found, in_container=True, depth=depth + 1)
+        return
+    if not in_container:
+        return  # a plain list of layers is not registered: not moved with the model
+    if isinstance(expr, ast.Starred):
+        _constructed(expr.value, ctx, found, in_container, depth + 1)
+    elif isinstance(expr, ast.List | ast.Tuple):
+        for element in expr.elts:
+            _constructed(element, ctx, found, in_container, depth + 1)
+    elif isinstance(expr, ast.ListComp | ast.GeneratorExp):
+        _constructed(expr.elt, ctx, found, in_container, depth + 1)
+    elif isinstance(expr, ast.Dict):
+        for value in expr.values:
+            _constructed(value, ctx, found, in_container, depth + 1)
+    elif isinstance(expr, ast.DictComp):
+        _constructed(expr.value, ctx, found, in_container, depth + 1)
+
+
 # ---------------------------------------------------------------------------------------------- modules
 
 

@@ -22,6 +22,8 @@ class CpuAndGpuTensorsMixed(Rule):
     （包括 `enumerate(loader)`、`tqdm(loader)`）且之后没有移动过的张量；GPU 一方是移到或建在 GPU 上的张量，
     或者已移到 GPU 的模型（带参数、`forward` 里不自己搬设备）的输出。0 维的 CPU 张量（如 `torch.tensor(2.0)`）
     可以和 GPU 张量做逐元素运算，不报告。
+    函数式损失（`F.cross_entropy`、`F.nll_loss`、`F.binary_cross_entropy(_with_logits)`）的 `weight=`、`pos_weight=`
+    也必须和输入在同一设备上：按标签频率算出的类别权重常常还留在 CPU 上。
 
     **示例**
     ```python
@@ -46,13 +48,11 @@ class CpuAndGpuTensorsMixed(Rule):
     fixable = True
 
     def visit(self, node: ast.AST, ctx: Context) -> None:
-        pairs = common.operand_pairs(node, ctx)
-        elementwise = True
+        # (one operand, the other, whether a 0-dim CPU operand is allowed there)
+        pairs = [(a, b, True) for a, b in common.operand_pairs(node, ctx)]
         if isinstance(node, ast.Call) and not pairs:
-            loss = loss_call(node, ctx)
-            if loss is not None and loss.input_node is not None and loss.target_node is not None:
-                pairs, elementwise = [(loss.input_node, loss.target_node)], False
-        for a, b in pairs:
+            pairs = _loss_pairs(node, ctx)
+        for a, b, elementwise in pairs:
             for cpu_node, gpu_node in ((a, b), (b, a)):
                 if not common.node_on_cpu(cpu_node, ctx):
                     continue
@@ -73,6 +73,24 @@ class CpuAndGpuTensorsMixed(Rule):
                     related=common.cpu_origin(cpu_node, ctx) + ctx.related(gpu.origin if gpu is not None else None),
                 )
                 return
+
+
+# Functional losses whose ``weight`` (third, or by keyword) and ``pos_weight`` must be on the input's device.
+_WEIGHTED_LOSSES = frozenset({"CrossEntropyLoss", "NLLLoss", "BCELoss", "BCEWithLogitsLoss"})
+
+
+def _loss_pairs(node: ast.Call, ctx: Context) -> list[tuple[ast.expr, ast.expr, bool]]:
+    """A loss call's input with its target, and a functional loss's input with its class weights."""
+    loss = loss_call(node, ctx)
+    if loss is None or loss.input_node is None:
+        return []
+    pairs = [(loss.input_node, loss.target_node, False)] if loss.target_node is not None else []
+    if loss.functional and loss.kind in _WEIGHTED_LOSSES and not loss.call.starred:
+        for weight in (loss.call.arg_node(2, "weight"), loss.call.arg_node(len(node.args), "pos_weight")):
+            if weight is not None:
+                # class weights of a classification loss are 1-D; BCE's broadcast, and a 0-dim one may stay put
+                pairs.append((loss.input_node, weight, loss.kind in ("BCELoss", "BCEWithLogitsLoss")))
+    return pairs
 
 
 def _has_dims(node: ast.expr, ctx: Context) -> bool:

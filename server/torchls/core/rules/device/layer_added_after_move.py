@@ -7,6 +7,7 @@ from torchls.core import control_flow
 from torchls.core.findings import Fix, Related, Severity
 from torchls.core.rules.base import Analysis, Context, Rule
 from torchls.core.rules.device import common
+from torchls.core.statements import assigned_names
 from torchls.core.values import DeviceValue, Literal, ModuleValue, parse_device
 
 # Module methods that move a model (or may: ``apply`` runs any function on every submodule, ``type`` may name a
@@ -28,6 +29,7 @@ _FACTORY_HEADS = frozenset({"fc", "classifier", "head", "heads", "last_linear", 
 _FUNCTIONS = ast.FunctionDef | ast.AsyncFunctionDef
 
 USE, MOVE, UNKNOWN, NEUTRAL = "use", "move", "unknown", "neutral"
+RETURN = "return"  # ``return model``: what happens next is up to the caller
 
 
 class LayerAddedAfterMove(Rule):
@@ -45,6 +47,9 @@ class LayerAddedAfterMove(Rule):
     `forward` 用到（文件里的模型类的 `forward` 等方法读了 `self.<属性>`、`nn.Sequential` 的层、或者模型工厂
     的 `fc`/`classifier`/`head` 等分类头）；并且赋值之后先调用了模型（或新层本身），中间没有再移动模型，也没有把
     模型交给不认识的函数。模型被传给文件里的函数时，会看那个函数先移动还是先调用它。
+    换层写在文件里的辅助函数里（`def replace_head(model, n)`）时，看调用它的那一次：传进来的模型在调用之前已经
+    移过设备，函数把模型返回（或就地改好）之后，调用方先调用了模型；文件里的函数建好模型、移好设备、换好层再返回
+    时，同样看调用方接下来做什么。
 
     **示例**
     ```python
@@ -86,15 +91,23 @@ class LayerAddedAfterMove(Rule):
             if root.id in ("self", "cls"):
                 continue
             move = _previous_move(root.id, node, scope, ctx)
+            caller = None
             if move is None:
-                continue
+                caller = _moved_by_caller(root.id, node, scope, ctx)
+                if caller is None:
+                    continue
+                move = caller[0]
             if not _replaces_a_running_part(root, path, node, ctx):
                 continue
             prefixes = {_norm(ctx.text(part)) for part in path[1:]}
             fate, where = _fate(root.id, scope, node, prefixes, ctx, depth=0)
+            if fate in (RETURN, NEUTRAL) and isinstance(scope, _FUNCTIONS):
+                # the helper hands the model back (or changed it in place): what its caller does next
+                calls = [caller[1]] if caller is not None else _calls_of(scope, ctx)
+                fate, where = _after_calls(calls, scope, root.id, prefixes, fate, ctx)
             if fate != USE or where is None:
                 continue
-            device = common.move_device(ctx.call(move), ctx)[1]
+            device = caller[2] if caller is not None else common.move_device(ctx.call(move), ctx)[1]
             layer_text = common.short(ctx.text(node.value))
             ctx.report(
                 target,
@@ -363,6 +376,8 @@ def _classify(
     parent = table.get(occurrence)
     if isinstance(parent, ast.Call) and parent.func is occurrence:
         return USE, parent
+    if isinstance(parent, ast.Return) and not backwards:
+        return RETURN, parent
     if isinstance(parent, ast.Call | ast.keyword):
         call = parent if isinstance(parent, ast.Call) else table.get(parent)
         if not isinstance(call, ast.Call):
@@ -449,6 +464,139 @@ def _parameter_for(
             names = positional[len(arguments.posonlyargs) :] + [a.arg for a in arguments.kwonlyargs]
             return keyword.arg if keyword.arg in names else None
     return None
+
+
+# ---------------------------------------------------------------------------------------------- helpers
+
+
+def _parameters(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
+    arguments = function.args
+    return [a.arg for a in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]]
+
+
+def _never_rebound(name: str, function: ast.AST) -> bool:
+    return not any(
+        isinstance(inner, ast.Name) and inner.id == name and not isinstance(inner.ctx, ast.Load)
+        for inner in control_flow.walk_pruned(function)
+    )
+
+
+def _helper(scope: ast.AST, ctx: Context) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    """``scope`` when it is a module-level function of the file that nothing else binds (so its calls are known)."""
+    if not isinstance(scope, _FUNCTIONS):
+        return None
+    return scope if _file_function(scope.name, ctx) is scope else None
+
+
+def _moved_by_caller(
+    name: str, node: ast.Assign, scope: ast.AST, ctx: Context
+) -> tuple[ast.AST, ast.Call, str | None] | None:
+    """For ``model.fc = nn.Linear(...)`` in a helper ``def replace_head(model, ...)`` evaluated for one call: the
+    model that call passes was moved to a possibly-GPU device before it, and the helper did nothing else to it
+    first. Returns (the move, or the call when the move is not at hand; the call; the device)."""
+    function = _helper(scope, ctx)
+    if function is None or name not in _parameters(function) or not _never_rebound(name, function):
+        return None
+    call = ctx.calls_in_progress[-1] if ctx.calls_in_progress else None
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == function.name):
+        return None
+    start = _position(node)
+    for event in _events(name, scope, ctx):
+        if _position(event) >= start:
+            break
+        if isinstance(event, ast.Call) or _classify(event, ctx, set(), 0, backwards=True)[0] not in (NEUTRAL, USE):
+            return None
+    argument = _argument_for(name, call, function)
+    if argument is None:
+        return None
+    model = ctx.value(_root_load(name, node))
+    if isinstance(model, ModuleValue) and common.accelerated(model.device):
+        move = common.module_device(model, call, ctx)[1]
+        return (move if isinstance(move, ast.Call) else call), call, model.device
+    if isinstance(argument, ast.Name):
+        statement = control_flow.statement_of(call, ctx.parents())
+        caller_scope = _scope_of(call, ctx)
+        if isinstance(statement, ast.stmt):
+            move = _previous_move(argument.id, statement, caller_scope, ctx)
+            if move is not None:
+                return move, call, common.move_device(ctx.call(move), ctx)[1]
+    return None
+
+
+def _root_load(name: str, node: ast.Assign) -> ast.Name | None:
+    for target in node.targets:
+        path = _path(target)
+        if path is not None and isinstance(path[0], ast.Name) and path[0].id == name:
+            return path[0]
+    return None
+
+
+def _argument_for(parameter: str, call: ast.Call, function: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.expr | None:
+    """The expression ``call`` passes for ``parameter`` (None when it is left to a default or not known)."""
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+        return None
+    for keyword in call.keywords:
+        if keyword.arg == parameter:
+            return keyword.value
+    positional = [a.arg for a in [*function.args.posonlyargs, *function.args.args]]
+    if parameter in positional and positional.index(parameter) < len(call.args):
+        return call.args[positional.index(parameter)]
+    return None
+
+
+def _calls_of(function: ast.FunctionDef | ast.AsyncFunctionDef, ctx: Context) -> list[ast.Call]:
+    """The calls of the module-level ``function`` in the file, in source order (none when its name is shared)."""
+    if _helper(function, ctx) is None:
+        return []
+    return [
+        inner
+        for inner in ast.walk(ctx.tree)
+        if isinstance(inner, ast.Call) and isinstance(inner.func, ast.Name) and inner.func.id == function.name
+    ]
+
+
+def _after_calls(
+    calls: list[ast.Call],
+    function: ast.FunctionDef | ast.AsyncFunctionDef,
+    name: str,
+    prefixes: set[str],
+    fate: str,
+    ctx: Context,
+) -> tuple[str, ast.AST | None]:
+    """What happens first to the model after a call of ``function`` that returned it (``fate`` RETURN) or changed
+    the one passed in place (NEUTRAL, ``name`` a parameter): USE at the first call whose caller runs it next."""
+    passed_in = name in _parameters(function) and _never_rebound(name, function)
+    if fate == NEUTRAL and not passed_in:
+        return fate, None
+    for call in calls:
+        statement = control_flow.statement_of(call, ctx.parents())
+        scope = _scope_of(call, ctx)
+        argument = _argument_for(name, call, function) if passed_in else None
+        kept = argument.id if isinstance(argument, ast.Name) else None  # the caller's own name for the model
+        if (
+            fate == RETURN
+            and isinstance(statement, ast.Assign)
+            and statement.value is call
+            and len(statement.targets) == 1
+            and isinstance(statement.targets[0], ast.Name)
+        ):
+            follower = statement.targets[0].id
+            if kept is not None and kept != follower and _fate(kept, scope, statement, set(), ctx, 1)[0] != NEUTRAL:
+                continue  # two names for the model afterwards: not followed
+        elif (
+            kept is not None
+            and isinstance(statement, ast.Expr | ast.Assign)
+            and statement.value is call
+            and kept not in assigned_names(statement)
+        ):
+            follower = kept  # changed in place (the result dropped or something else)
+        else:
+            continue
+        renamed = {follower + p[len(name) :] for p in prefixes if p.startswith(name)}
+        after, where = _fate(follower, scope, statement, renamed, ctx, depth=1)
+        if after == USE and where is not None:
+            return USE, where
+    return fate, None
 
 
 # ---------------------------------------------------------------------------------------------- the fix

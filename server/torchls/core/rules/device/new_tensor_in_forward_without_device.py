@@ -470,33 +470,11 @@ def _slice_keeps_dims(index: ast.expr) -> bool:
 
 
 def _moved_classes(ctx: Context) -> dict[str, ast.AST]:
-    """User model classes whose instances this file moves to a device (directly or inside a moved model)."""
-    moved: dict[str, ast.AST] = {}
-    for move in common.all_moves(ctx):
-        if not (common.accelerated(move.device) or (move.device is None and move.device_named)):
-            continue
-        receiver = move.receiver
-        if isinstance(receiver, ModuleValue):
-            _mark(receiver, move.node, moved, ctx)
-    classes = ctx.classes
-    for name in list(classes):
+    """User model classes whose instances this file moves to a device (directly or inside a moved model), and
+    the file's classes they inherit ``forward`` code from."""
+    moved = common.moved_classes(ctx)
+    for name in list(ctx.classes):
         for base in common.class_chain(name, ctx)[1:]:
             if name in moved and base.name not in moved:
                 moved[base.name] = moved[name]
     return moved
-
-
-def _mark(module: ModuleValue, node: ast.AST, moved: dict[str, ast.AST], ctx: Context) -> None:
-    for child in module.children:
-        if child is not None:
-            _mark(child, node, moved, ctx)
-    if module.user_class is None or module.user_class in moved:
-        return
-    moved[module.user_class] = node
-    classes = ctx.classes
-    klass = classes.get(module.user_class)
-    if klass is None:
-        return
-    for value in klass.attributes.values():
-        if isinstance(value, ModuleValue):
-            _mark(value, node, moved, ctx)

@@ -133,7 +133,7 @@ class TensorAttributeNotBuffer(Rule):
         assignments, uses = self._assignments.cpu, self._uses
         if not assignments or not uses:
             return
-        moved = _moved_classes(ctx)
+        moved = common.moved_classes(ctx)
         elsewhere = self._assignments.elsewhere
         reported: set[ast.Assign] = set()
         for model, move in moved.items():
@@ -572,36 +572,6 @@ def _mapped_sources(comprehension: ast.GeneratorExp | ast.ListComp, count: int) 
     if not (isinstance(node, ast.Name) and node.id == generator.target.id):
         return None
     return list(generator.iter.elts)
-
-
-# ---------------------------------------------------------------------------------------------- moves
-
-
-def _moved_classes(ctx: Context) -> dict[str, ast.AST]:
-    """The file's model classes whose instances are moved to a possibly-GPU device (directly or inside a moved
-    model), each with the move."""
-    moved: dict[str, ast.AST] = {}
-    for move in common.all_moves(ctx):
-        if not (common.accelerated(move.device) or (move.device is None and move.device_named)):
-            continue
-        if isinstance(move.receiver, ModuleValue):
-            _mark(move.receiver, move.node, moved, ctx, 0)
-    return moved
-
-
-def _mark(module: ModuleValue, node: ast.AST, moved: dict[str, ast.AST], ctx: Context, depth: int) -> None:
-    if depth > 8:
-        return
-    for child in module.children:
-        if child is not None:
-            _mark(child, node, moved, ctx, depth + 1)
-    if module.user_class is None or module.user_class in moved:
-        return
-    moved[module.user_class] = node
-    for klass in common.class_chain(module.user_class, ctx):
-        for value in klass.attributes.values():
-            if isinstance(value, ModuleValue):
-                _mark(value, node, moved, ctx, depth + 1)
 
 
 # ---------------------------------------------------------------------------------------------- the fix
