@@ -20,6 +20,7 @@ from torchls.core.values import (
     ACCELERATOR,
     CUDA,
     INTEGER_DTYPES,
+    LOSS,
     DeviceValue,
     DictValue,
     InstanceValue,
@@ -260,13 +261,17 @@ class ExpressionsMixin(InterpreterBase):
             return None
         if isinstance(container, TensorValue):
             elements = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
-            shape = shapes.index(container.dims, [self._index_kind(e) for e in elements])  # type: ignore[arg-type]
+            parts = [self._index_kind(e) for e in elements]
+            shape = shapes.index(container.dims, parts)  # type: ignore[arg-type]
+            kept = _last_dim_untouched(container, parts)
             return TensorValue(
                 shape=shape,
                 dtype=container.dtype,
                 device=container.device,
+                provenance=container.provenance if kept else None,
                 requires_grad=container.requires_grad,
                 is_leaf=False,
+                origin=container.origin if kept and container.provenance is not None else None,
             )
         return None
 
@@ -424,6 +429,16 @@ class ExpressionsMixin(InterpreterBase):
             requires_grad=True if (a.requires_grad or b.requires_grad) else None,
             is_leaf=False,
         )
+
+
+def _last_dim_untouched(tensor: TensorValue, parts: list[str | slice | None]) -> bool:
+    """``x[i]``, ``x[:, t]`` of a tensor with more dims than the index reads: every row keeps the kind of values
+    (softmax, log_softmax, sigmoid, one-hot, logits) along the last dim; a loss is not such a kind."""
+    if tensor.provenance is None or tensor.provenance == LOSS or tensor.rank is None:
+        return False
+    if any(p is None or p in (shapes.ELLIPSIS, shapes.NEW) for p in parts):
+        return False
+    return len(parts) < tensor.rank
 
 
 def _layer_tensor(layer: ModuleValue | OfClass, attr: str) -> Value:
