@@ -36,6 +36,9 @@ from torchls.core.values import (
     Value,
 )
 
+# Methods that change a dict in place: afterwards its keys and values are not what the code spelled out.
+_DICT_MUTATORS = frozenset({"update", "setdefault", "pop", "popitem", "clear"})
+
 # max(x) is one tensor, max(x, 1) a (values, indices) pair: neither a tensor nor a sequence for certain.
 _ONE_OR_PAIR = frozenset({"max", "min", "median", "nanmedian"})
 
@@ -132,6 +135,17 @@ class CallsMixin(InterpreterBase):
                 return self._user_method(receiver, info, env)
             if isinstance(receiver, TupleValue) and info.method in ("append", "extend"):
                 self._grow_list(receiver, info, env)
+            if isinstance(receiver, DictValue) and info.method in _DICT_MUTATORS:
+                if isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name):
+                    env[node.func.value.id] = None  # cfg.update(...): its keys and values are no longer known
+                return None
+            if isinstance(receiver, DictValue) and info.method == "get" and 1 <= len(info.args) <= 2 and not info.kwargs:
+                # cfg.get("pos_weight"): the value of a key the dict spells out (a key it lacks may have been
+                # added by code the interpreter does not follow, so then the default is not proved).
+                key = info.args[0]
+                if isinstance(key, Literal) and any(k == key.value for k, _ in receiver.items):
+                    return receiver.get(key.value)
+                return None
             if isinstance(receiver, DictValue) and not info.args:
                 if info.method == "items":
                     return TupleValue(tuple(TupleValue((Literal(k), v)) for k, v in receiver.items))
