@@ -16,6 +16,7 @@ from torchls.core import facts
 from torchls.core.facts import CREATION_FUNCTIONS, DTYPE_METHODS
 from torchls.core.interpreter.base import _UNROLL_ITEMS, Env, InterpreterBase, log
 from torchls.core.interpreter.known_values import _int, _known_items, _literal
+from torchls.core.interpreter.numpy_arrays import array_shape, is_array
 from torchls.core.interpreter.torch_tables import (
     PROVENANCE_METHODS,
     SHAPE_METHODS,
@@ -108,6 +109,10 @@ class CallsMixin(InterpreterBase):
                 and self.ctx.qualify(node.func.value) is None
             ):
                 receiver = TensorValue()  # only tensors have .softmax()/.sigmoid() in torch code
+            if (receiver is None and info.method == "astype") or (
+                isinstance(receiver, InstanceValue) and receiver.qualname.startswith("numpy.")
+            ):
+                return self._numpy_method(receiver, info, env)  # x.astype(np.int32): only arrays have astype
             if (
                 receiver is None
                 and info.method in TENSOR_ONLY_CONVERSIONS
@@ -139,7 +144,12 @@ class CallsMixin(InterpreterBase):
                 if isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name):
                     env[node.func.value.id] = None  # cfg.update(...): its keys and values are no longer known
                 return None
-            if isinstance(receiver, DictValue) and info.method == "get" and 1 <= len(info.args) <= 2 and not info.kwargs:
+            if (
+                isinstance(receiver, DictValue)
+                and info.method == "get"
+                and 1 <= len(info.args) <= 2
+                and not info.kwargs
+            ):
                 # cfg.get("pos_weight"): the value of a key the dict spells out (a key it lacks may have been
                 # added by code the interpreter does not follow, so then the default is not proved).
                 key = info.args[0]
@@ -281,6 +291,8 @@ def _length(args: list[Value]) -> Value:
         return Literal(len(only.value))
     if isinstance(only, DictValue):
         return Literal(len(only.items))
+    if is_array(only) and (shape := array_shape(only)) and isinstance(shape[0], int):  # type: ignore[arg-type]
+        return Literal(shape[0])
     return None
 
 

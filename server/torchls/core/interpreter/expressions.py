@@ -14,6 +14,7 @@ from typing import Any
 from torchls.core import facts, layers, shapes, symbols
 from torchls.core.interpreter.base import _UNROLL_ITEMS, Env, InterpreterBase
 from torchls.core.interpreter.known_values import _LAYER_CONTAINERS, _int, _known_items, _literal, _merged
+from torchls.core.interpreter.numpy_arrays import NDARRAY, is_array
 from torchls.core.interpreter.torch_tables import DTYPE_NAMES
 from torchls.core.statements import target_names
 from torchls.core.values import (
@@ -245,6 +246,8 @@ class ExpressionsMixin(InterpreterBase):
             return _merged(v for _, v in container.items)  # batch[key]: one of the values, whichever key
         if isinstance(container, SequenceOf):
             return container if isinstance(node.slice, ast.Slice) else container.item  # samples[i]: one of them
+        if isinstance(container, InstanceValue) and container.qualname == NDARRAY:
+            return self._array_index(container, node)
         if isinstance(container, TupleValue) and isinstance(node.slice, ast.Slice):
             bounds = [
                 self.ctx.values.get(part) if part is not None else Literal(None)
@@ -314,6 +317,8 @@ class ExpressionsMixin(InterpreterBase):
             return self._tensor_attribute(base, node.attr, node)
         if isinstance(base, TupleValue) and len(base.items) == 2 and node.attr in ("values", "indices"):
             return base.items[node.attr == "indices"]  # x.max(dim=1).values: torch's (values, indices) result
+        if isinstance(base, InstanceValue) and base.qualname == NDARRAY:
+            return self._array_attribute(base, node.attr)
         if isinstance(base, InstanceValue) and base.qualname == "namespace":
             fields = base.arg("fields")
             return fields.get(node.attr) if isinstance(fields, DictValue) else None
@@ -376,6 +381,8 @@ class ExpressionsMixin(InterpreterBase):
             if times is not None and times >= 0 and len(items.items) * times <= 64:  # type: ignore[union-attr]
                 return TupleValue(items.items * times)  # type: ignore[union-attr]  # [hidden] * n_layers
             return None
+        if is_array(left) or is_array(right):
+            return self._array_arithmetic(left, right, op)
         if isinstance(left, Literal) and isinstance(right, Literal):
             try:
                 return Literal(_PY_OPS[type(op)](left.value, right.value))

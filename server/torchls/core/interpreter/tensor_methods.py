@@ -14,6 +14,7 @@ from torchls.core import layers, shapes, symbols
 from torchls.core.facts import DTYPE_METHODS
 from torchls.core.interpreter.base import InterpreterBase
 from torchls.core.interpreter.known_values import _dims, _int, _literal, _size_dims
+from torchls.core.interpreter.numpy_arrays import array
 from torchls.core.interpreter.torch_functions import _differenced
 from torchls.core.interpreter.torch_tables import ARG_REDUCTIONS, FLOATING_ELEMENTWISE, REDUCTIONS, SAME_SHAPE_METHODS
 from torchls.core.rules.base import CallInfo
@@ -141,6 +142,8 @@ class TensorMethodsMixin(InterpreterBase):
             return self._reshaped(tensor, shape)
         if method in ("tolist", "item") and not args and not info.kwargs:
             return _python_values(tensor, method)
+        if method == "numpy" and tensor.dtype is not None:
+            return array(tensor.dtype, tensor.shape)  # the same elements, as an array
         if method in REDUCTIONS or method in ARG_REDUCTIONS or method in ("max", "min"):
             return self._reduction(tensor, method, info)
         if method in ("softmax", "log_softmax"):
