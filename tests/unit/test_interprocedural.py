@@ -328,6 +328,159 @@ CASES = {
         "torch.randn(mu.shape)",
         "torch.randn_like(mu)",
     ),
+    "teacher log-probabilities served by a dataset, read as probabilities": (
+        """
+        class Cached(torch.utils.data.Dataset):
+            def __init__(self, teacher, n=32):
+                self.x = torch.randn(n, 8)
+                self.soft = F.log_softmax(teacher(self.x), dim=-1)
+
+            def __len__(self):
+                return len(self.x)
+
+            def __getitem__(self, i):
+                return self.x[i], self.soft[i]
+
+        student = nn.Linear(8, 4)
+        for x, soft in torch.utils.data.DataLoader(Cached(nn.Linear(8, 4)), batch_size=8):
+            loss = F.kl_div(F.log_softmax(student(x), dim=-1), soft, reduction="batchmean")
+        """,
+        "TL311",
+        "self.soft = F.log_softmax(teacher(self.x), dim=-1)",
+        "self.soft = F.softmax(teacher(self.x), dim=-1)",
+    ),
+    "one-hot labels made per sample from a tolist() of class ids": (
+        """
+        class Crops(torch.utils.data.Dataset):
+            def __init__(self, n=32):
+                self.x = torch.randn(n, 8)
+                self.labels = torch.randint(0, 5, (n,)).tolist()
+
+            def __len__(self):
+                return len(self.labels)
+
+            def __getitem__(self, i):
+                return self.x[i], F.one_hot(torch.as_tensor(self.labels[i]), num_classes=5)
+
+        model = nn.Linear(8, 5)
+        for x, y in torch.utils.data.DataLoader(Crops(), batch_size=8):
+            loss = nn.CrossEntropyLoss()(model(x), y)
+        """,
+        "TL306",
+        "num_classes=5)",
+        "num_classes=5).float()",
+    ),
+    "class ids to a regression loss after a flatten(1) of unknown rank": (
+        """
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.body = nn.Sequential(nn.Conv1d(1, 8, 5), nn.AdaptiveAvgPool1d(1))
+                self.head = nn.Linear(8, 5)
+
+            def forward(self, x):
+                return self.head(self.body(x).flatten(1))
+
+        def step(model, x, stage):
+            return nn.HuberLoss()(model(x), stage)
+
+        n = int(input())
+        step(Net(), torch.load("eeg_epochs.pt"), torch.randint(0, 5, (n,)))
+        """,
+        "TL307",
+        "nn.HuberLoss()",
+        "nn.CrossEntropyLoss()",
+    ),
+    "a loss factory whose config decides the branch": (
+        """
+        def build_criterion(cfg):
+            if cfg.get("pos_weight"):
+                return nn.BCEWithLogitsLoss(pos_weight=torch.tensor(cfg["pos_weight"]))
+            return nn.BCELoss()
+
+        model = nn.Linear(8, 3)
+        cfg = {"lr": 1e-3, "pos_weight": None}
+        loss = build_criterion(cfg)(model(torch.randn(4, 8)), torch.rand(4, 3))
+        """,
+        "TL303",
+        '"pos_weight": None',
+        '"pos_weight": 2.0',
+    ),
+    "integer labels of records a helper appends in a loop": (
+        """
+        import random
+
+        def records(n):
+            rng = random.Random(0)
+            rows = []
+            for _ in range(n):
+                amount = rng.uniform(1, 100)
+                rows.append((amount, int(amount > 50)))
+            return rows
+
+        class Records(torch.utils.data.Dataset):
+            def __init__(self, rows):
+                self.rows = rows
+
+            def __len__(self):
+                return len(self.rows)
+
+            def __getitem__(self, i):
+                amount, label = self.rows[i]
+                return torch.tensor([amount]), torch.tensor(label)
+
+        model = nn.Linear(1, 1)
+        for x, y in torch.utils.data.DataLoader(Records(records(40)), batch_size=8):
+            loss = nn.BCEWithLogitsLoss()(model(x).squeeze(-1), y)
+        """,
+        "TL310",
+        "torch.tensor(label)",
+        "torch.tensor(label, dtype=torch.float32)",
+    ),
+    "int32 labels converted from a NumPy array in a helper": (
+        """
+        import numpy as np
+
+        def load(n=40):
+            rng = np.random.default_rng(0)
+            x = rng.normal(size=(n, 6)).astype(np.float32)
+            y = rng.integers(0, 3, size=n).astype(np.int32)
+            return x, y
+
+        x, y = load()
+        data = torch.utils.data.TensorDataset(torch.from_numpy(x), torch.from_numpy(y))
+        model = nn.Linear(6, 3)
+        for xb, yb in torch.utils.data.DataLoader(data, batch_size=8):
+            loss = F.cross_entropy(model(xb), yb)
+        """,
+        "TL306",
+        ".astype(np.int32)",
+        ".astype(np.int64)",
+    ),
+    "float64 class ids from a NumPy array indexed in __getitem__": (
+        """
+        import numpy as np
+
+        class Frame(torch.utils.data.Dataset):
+            def __init__(self, n=40):
+                rng = np.random.default_rng(0)
+                self.x = rng.normal(size=(n, 6)).astype(np.float32)
+                self.y = np.digitize(self.x[:, 0], [-0.5, 0.5]).astype(np.float64)
+
+            def __len__(self):
+                return len(self.y)
+
+            def __getitem__(self, i):
+                return torch.from_numpy(self.x[i]), torch.tensor(self.y[i])
+
+        model = nn.Linear(6, 3)
+        for xb, yb in torch.utils.data.DataLoader(Frame(), batch_size=8):
+            loss = F.cross_entropy(model(xb), yb)
+        """,
+        "TL306",
+        ".astype(np.float64)",
+        ".astype(np.int64)",
+    ),
 }
 
 

@@ -183,6 +183,53 @@ DTYPE_METHODS = {
     "byte": "torch.uint8",
 }
 
+# NumPy dtypes (``np.int32``, ``"int32"``, ``float``) and the torch dtype ``torch.from_numpy`` / ``torch.tensor``
+# give an array of that dtype. Python's ``int``/``float``/``bool`` as a dtype mean int64, float64 and bool.
+NUMPY_DTYPES = {
+    **{
+        f"numpy.{name}": f"torch.{torch_name}"
+        for name, torch_name in (
+            ("float64", "float64"),
+            ("double", "float64"),
+            ("float32", "float32"),
+            ("single", "float32"),
+            ("float16", "float16"),
+            ("half", "float16"),
+            ("int64", "int64"),
+            ("int32", "int32"),
+            ("int16", "int16"),
+            ("int8", "int8"),
+            ("uint8", "uint8"),
+            ("bool_", "bool"),
+            ("longlong", "int64"),
+        )
+    },
+    **{name: f"torch.{name}" for name in ("float64", "float32", "float16", "int64", "int32", "int16", "int8", "uint8")},
+    "builtins.int": "torch.int64",
+    "builtins.float": "torch.float64",
+    "builtins.bool": "torch.bool",
+}
+# The dtype of an array NumPy makes without being told one: of floats (``np.zeros``, ``rng.normal``), of
+# Python ints (``rng.integers``, ``np.digitize``), of Python bools.
+NUMPY_FLOAT = "torch.float64"
+NUMPY_INT = "torch.int64"
+# numpy.random functions and Generator methods, by the kind of numbers they draw, with the position of their
+# ``size`` parameter (``rand``/``randn`` take the dims themselves).
+NUMPY_RANDOM_FLOATS = {
+    "random": 0,
+    "random_sample": 0,
+    "standard_normal": 0,
+    "exponential": 1,
+    "normal": 2,
+    "uniform": 2,
+    "lognormal": 2,
+    "beta": 2,
+    "gamma": 2,
+    "rand": None,
+    "randn": None,
+}
+NUMPY_RANDOM_INTS = {"integers": 2, "randint": 2}
+
 # Classes whose instances behave like another class for attribute lookup.
 ATTRIBUTE_BASES = {"torch.nn.Parameter": TENSOR, "torch.nn.parameter.Parameter": TENSOR}
 

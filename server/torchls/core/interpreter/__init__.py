@@ -22,6 +22,7 @@ The interpreter is one class, :class:`Interpreter`, composed of one mixin per jo
 - :mod:`.user_classes`: the file's classes, their instances and attributes (:mod:`.class_info`: what is kept);
 - :mod:`.user_functions`: the file's functions, and calls of them evaluated for their arguments;
 - :mod:`.data_pipelines`: datasets, loaders, and what iterating anything gives;
+- :mod:`.numpy_arrays`: NumPy arrays' dtype and shape, which ``torch.from_numpy``/``torch.tensor`` keep;
 - :mod:`.known_values` and :mod:`.torch_tables`: reading abstract values as Python, and torch's tables.
 """
 

@@ -17,6 +17,7 @@ from torchls.core.facts import CREATION_FUNCTIONS, DTYPE_METHODS
 from torchls.core.interpreter.base import _UNROLL_ITEMS, Env, InterpreterBase, log
 from torchls.core.interpreter.class_info import ClassInfo
 from torchls.core.interpreter.known_values import _int, _known_items, _literal
+from torchls.core.interpreter.numpy_arrays import array_shape, is_array
 from torchls.core.interpreter.torch_tables import (
     PROVENANCE_METHODS,
     SHAPE_METHODS,
@@ -36,6 +37,9 @@ from torchls.core.values import (
     TupleValue,
     Value,
 )
+
+# Methods that change a dict in place: afterwards its keys and values are not what the code spelled out.
+_DICT_MUTATORS = frozenset({"update", "setdefault", "pop", "popitem", "clear"})
 
 # max(x) is one tensor, max(x, 1) a (values, indices) pair: neither a tensor nor a sequence for certain.
 _ONE_OR_PAIR = frozenset({"max", "min", "median", "nanmedian"})
@@ -106,6 +110,10 @@ class CallsMixin(InterpreterBase):
                 and self.ctx.qualify(node.func.value) is None
             ):
                 receiver = TensorValue()  # only tensors have .softmax()/.sigmoid() in torch code
+            if (receiver is None and info.method == "astype") or (
+                isinstance(receiver, InstanceValue) and receiver.qualname.startswith("numpy.")
+            ):
+                return self._numpy_method(receiver, info, env)  # x.astype(np.int32): only arrays have astype
             if (
                 receiver is None
                 and info.method in TENSOR_ONLY_CONVERSIONS
@@ -133,6 +141,22 @@ class CallsMixin(InterpreterBase):
                 return self._user_method(receiver, info, env)
             if isinstance(receiver, TupleValue) and info.method in ("append", "extend"):
                 self._grow_list(receiver, info, env)
+            if isinstance(receiver, DictValue) and info.method in _DICT_MUTATORS:
+                if isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name):
+                    env[node.func.value.id] = None  # cfg.update(...): its keys and values are no longer known
+                return None
+            if (
+                isinstance(receiver, DictValue)
+                and info.method == "get"
+                and 1 <= len(info.args) <= 2
+                and not info.kwargs
+            ):
+                # cfg.get("pos_weight"): the value of a key the dict spells out (a key it lacks may have been
+                # added by code the interpreter does not follow, so then the default is not proved).
+                key = info.args[0]
+                if isinstance(key, Literal) and any(k == key.value for k, _ in receiver.items):
+                    return receiver.get(key.value)
+                return None
             if isinstance(receiver, DictValue) and not info.args:
                 if info.method == "items":
                     return TupleValue(tuple(TupleValue((Literal(k), v)) for k, v in receiver.items))
@@ -306,6 +330,8 @@ def _length(args: list[Value]) -> Value:
         return Literal(len(only.value))
     if isinstance(only, DictValue):
         return Literal(len(only.items))
+    if is_array(only) and (shape := array_shape(only)) and isinstance(shape[0], int):  # type: ignore[arg-type]
+        return Literal(shape[0])
     return None
 
 

@@ -17,6 +17,7 @@ from torchls.core.interpreter.known_values import _int, _known_items, _literal
 from torchls.core.rules.base import CallInfo
 from torchls.core.values import (
     CPU,
+    LOSS,
     DictValue,
     InstanceValue,
     Literal,
@@ -58,7 +59,9 @@ class DataPipelinesMixin(InterpreterBase):
         tensors = dataset.arg("tensors")
         if isinstance(tensors, TupleValue):
             rows = [
-                TensorValue(shape=t.shape[1:], dtype=t.dtype, device=t.device, origin=t.origin)
+                TensorValue(
+                    shape=t.shape[1:], dtype=t.dtype, device=t.device, provenance=_row_provenance(t), origin=t.origin
+                )
                 if isinstance(t, TensorValue) and t.shape
                 else TensorValue(dtype=t.dtype, device=t.device)
                 if isinstance(t, TensorValue)
@@ -154,10 +157,26 @@ class DataPipelinesMixin(InterpreterBase):
                     return TupleValue(tuple(_element_value(e, node) for e in element))
                 return _element_value(element, node)
         if isinstance(iterable, TensorValue) and iterable.shape:
-            return TensorValue(shape=iterable.dims[1:], dtype=iterable.dtype, device=iterable.device, is_leaf=False)  # type: ignore[index]
+            provenance = _row_provenance(iterable)
+            return TensorValue(
+                shape=iterable.dims[1:],  # type: ignore[index]
+                dtype=iterable.dtype,
+                device=iterable.device,
+                provenance=provenance,
+                is_leaf=False,
+                origin=iterable.origin if provenance is not None else None,
+            )
         if isinstance(iterable, TensorValue):  # rows of a tensor of unknown rank: tensors where it is
             return TensorValue(dtype=iterable.dtype, device=iterable.device, is_leaf=False)
         return None
+
+
+def _row_provenance(tensor: TensorValue) -> str | None:
+    """The kind of values (softmax, one-hot, ...) each row of ``tensor`` holds along the last dim: the tensor's,
+    when it has more than one dim (a row of a 1-D tensor is a number)."""
+    if tensor.provenance == LOSS or tensor.rank is None or tensor.rank < 2:
+        return None
+    return tensor.provenance
 
 
 def _element_value(qualname: str | None, node: ast.AST) -> Value:
@@ -185,6 +204,7 @@ def _collated(sample: Value, batch: Any, on_cpu: Origin | None) -> Value:
             shape=shape,
             dtype=sample.dtype,
             device=CPU if on_cpu else sample.device,
+            provenance=None if sample.provenance == LOSS else sample.provenance,  # stacked rows keep their kind
             is_leaf=True,
             origin=on_cpu or sample.origin,
         )

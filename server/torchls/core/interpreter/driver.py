@@ -14,6 +14,7 @@ from torchls.core.interpreter.data_pipelines import DataPipelinesMixin
 from torchls.core.interpreter.expressions import ExpressionsMixin
 from torchls.core.interpreter.modules import ModulesMixin
 from torchls.core.interpreter.named_sizes import NamedSizesMixin
+from torchls.core.interpreter.numpy_arrays import NumpyArraysMixin
 from torchls.core.interpreter.statements import StatementsMixin
 from torchls.core.interpreter.tensor_methods import TensorMethodsMixin
 from torchls.core.interpreter.torch_functions import TorchFunctionsMixin
@@ -35,6 +36,7 @@ class Interpreter(
     UserClassesMixin,
     UserFunctionsMixin,
     DataPipelinesMixin,
+    NumpyArraysMixin,
     InterpreterBase,
 ):
     """The checker's abstract interpreter: every job's mixin over the shared state (see the package's docstring)."""

@@ -14,12 +14,14 @@ from typing import Any
 from torchls.core import facts, layers, shapes, symbols
 from torchls.core.interpreter.base import _UNROLL_ITEMS, Env, InterpreterBase
 from torchls.core.interpreter.known_values import _LAYER_CONTAINERS, _int, _known_items, _literal, _merged
+from torchls.core.interpreter.numpy_arrays import NDARRAY, is_array
 from torchls.core.interpreter.torch_tables import DTYPE_NAMES
 from torchls.core.statements import target_names
 from torchls.core.values import (
     ACCELERATOR,
     CUDA,
     INTEGER_DTYPES,
+    LOSS,
     DeviceValue,
     DictValue,
     InstanceValue,
@@ -246,6 +248,8 @@ class ExpressionsMixin(InterpreterBase):
             return _merged(v for _, v in container.items)  # batch[key]: one of the values, whichever key
         if isinstance(container, SequenceOf):
             return container if isinstance(node.slice, ast.Slice) else container.item  # samples[i]: one of them
+        if isinstance(container, InstanceValue) and container.qualname == NDARRAY:
+            return self._array_index(container, node)
         if isinstance(container, TupleValue) and isinstance(node.slice, ast.Slice):
             bounds = [
                 self.ctx.values.get(part) if part is not None else Literal(None)
@@ -262,13 +266,17 @@ class ExpressionsMixin(InterpreterBase):
             return None
         if isinstance(container, TensorValue):
             elements = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
-            shape = shapes.index(container.dims, [self._index_kind(e) for e in elements])  # type: ignore[arg-type]
+            parts = [self._index_kind(e) for e in elements]
+            shape = shapes.index(container.dims, parts)  # type: ignore[arg-type]
+            kept = _last_dim_untouched(container, parts)
             return TensorValue(
                 shape=shape,
                 dtype=container.dtype,
                 device=container.device,
+                provenance=container.provenance if kept else None,
                 requires_grad=container.requires_grad,
                 is_leaf=False,
+                origin=container.origin if kept and container.provenance is not None else None,
             )
         return None
 
@@ -311,6 +319,8 @@ class ExpressionsMixin(InterpreterBase):
             return self._tensor_attribute(base, node.attr, node)
         if isinstance(base, TupleValue) and len(base.items) == 2 and node.attr in ("values", "indices"):
             return base.items[node.attr == "indices"]  # x.max(dim=1).values: torch's (values, indices) result
+        if isinstance(base, InstanceValue) and base.qualname == NDARRAY:
+            return self._array_attribute(base, node.attr)
         if isinstance(base, InstanceValue) and base.qualname == "namespace":
             fields = base.arg("fields")
             return fields.get(node.attr) if isinstance(fields, DictValue) else None
@@ -373,6 +383,8 @@ class ExpressionsMixin(InterpreterBase):
             if times is not None and times >= 0 and len(items.items) * times <= 64:  # type: ignore[union-attr]
                 return TupleValue(items.items * times)  # type: ignore[union-attr]  # [hidden] * n_layers
             return None
+        if is_array(left) or is_array(right):
+            return self._array_arithmetic(left, right, op)
         if isinstance(left, Literal) and isinstance(right, Literal):
             try:
                 return Literal(_PY_OPS[type(op)](left.value, right.value))
@@ -426,6 +438,16 @@ class ExpressionsMixin(InterpreterBase):
             requires_grad=True if (a.requires_grad or b.requires_grad) else None,
             is_leaf=False,
         )
+
+
+def _last_dim_untouched(tensor: TensorValue, parts: list[str | slice | None]) -> bool:
+    """``x[i]``, ``x[:, t]`` of a tensor with more dims than the index reads: every row keeps the kind of values
+    (softmax, log_softmax, sigmoid, one-hot, logits) along the last dim; a loss is not such a kind."""
+    if tensor.provenance is None or tensor.provenance == LOSS or tensor.rank is None:
+        return False
+    if any(p is None or p in (shapes.ELLIPSIS, shapes.NEW) for p in parts):
+        return False
+    return len(parts) < tensor.rank
 
 
 def _layer_tensor(layer: ModuleValue | OfClass, attr: str) -> Value:

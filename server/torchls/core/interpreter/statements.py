@@ -21,6 +21,7 @@ from torchls.core.values import (
     InstanceValue,
     Literal,
     ModuleValue,
+    Number,
     OfClass,
     SequenceOf,
     TensorValue,
@@ -74,11 +75,20 @@ class StatementsMixin(InterpreterBase):
         test = self.expr(node.test, env)
         body, orelse = dict(env), dict(env)
         body.update(self._narrowed(node.test, env))
+        returns = self._returns
+        before_body = len(returns) if returns is not None else 0
         self.block(node.body, body)
+        before_orelse = len(returns) if returns is not None else 0
         self.block(node.orelse, orelse)
         if isinstance(test, Literal) and not isinstance(node.test, ast.Constant):
             # A test the code decides (`if i == 0` in an unrolled loop): only that branch runs. Both were walked
             # for the rules; a literal `if True:`/`if 0:` is left to merging, as authors toggle those by hand.
+            # What the branch that does not run would return is not what the function returns.
+            if returns is not None:
+                if test.value:
+                    del returns[before_orelse:]
+                else:
+                    del returns[before_body:before_orelse]
             env.update(body if test.value else orelse)
             for name in set(env) - set(body if test.value else orelse):
                 env.pop(name)
@@ -347,10 +357,13 @@ def _accumulated_lists(before: Env, after: Env) -> None:
         if not (isinstance(start, TupleValue) and not start.items and isinstance(grown, TupleValue) and grown.items):
             continue
         item = _merged(grown.items)
-        if isinstance(item, TensorValue) or (
-            isinstance(item, TupleValue) and item.items and all(isinstance(i, TensorValue) for i in item.items)
+        if isinstance(item, TensorValue | Number) or (
+            isinstance(item, TupleValue)
+            and any(isinstance(i, TensorValue | Number) for i in item.items)
+            and all(i is None or isinstance(i, TensorValue | Number) for i in item.items)
         ):
-            before[name] = after[name] = SequenceOf(item)  # tensors, or samples that are tuples of tensors
+            # tensors, Python numbers, or records that are tuples of them (parts not known stay unknown)
+            before[name] = after[name] = SequenceOf(item)
 
 
 def _leaves_early(loop: ast.For | ast.AsyncFor) -> bool:

@@ -14,6 +14,7 @@ from torchls.core import layers, shapes, symbols
 from torchls.core.facts import DTYPE_METHODS
 from torchls.core.interpreter.base import InterpreterBase
 from torchls.core.interpreter.known_values import _dims, _int, _literal, _size_dims
+from torchls.core.interpreter.numpy_arrays import array
 from torchls.core.interpreter.torch_functions import _differenced
 from torchls.core.interpreter.torch_tables import (
     ARG_REDUCTIONS,
@@ -26,6 +27,7 @@ from torchls.core.rules.base import CallInfo
 from torchls.core.values import (
     CPU,
     CUDA,
+    FLOAT_DTYPES,
     INTEGER_DTYPES,
     LOG_SOFTMAX,
     LOGITS,
@@ -35,6 +37,7 @@ from torchls.core.values import (
     Literal,
     Number,
     Origin,
+    SequenceOf,
     TensorValue,
     TupleValue,
     Value,
@@ -138,9 +141,17 @@ class TensorMethodsMixin(InterpreterBase):
             end = _int(info.arg(1, "end_dim")) if (len(args) > 1 or "end_dim" in info.kwargs) else -1
             if start is None or end is None:
                 return TensorValue(dtype=tensor.dtype, device=tensor.device, is_leaf=False)
+            if tensor.shape is None and end == -1 and 0 <= start < 8:
+                # x.flatten(1) of a tensor of unknown rank: dims before start_dim stay, the rest become one, so the
+                # result has start_dim + 1 dims (a tensor with fewer dims than that would have raised).
+                return TensorValue(shape=(None,) * (start + 1), dtype=tensor.dtype, device=tensor.device, is_leaf=False)
             shape, problem = shapes.flatten(tensor.shape, start, end)
             self._problem(node, "dim", problem)
             return self._reshaped(tensor, shape)
+        if method in ("tolist", "item") and not args and not info.kwargs:
+            return _python_values(tensor, method)
+        if method == "numpy" and tensor.dtype is not None:
+            return array(tensor.dtype, tensor.shape)  # the same elements, as an array
         if method in REDUCTIONS or method in ARG_REDUCTIONS or method in ("max", "min"):
             return self._reduction(tensor, method, info)
         if method in ("softmax", "log_softmax"):
@@ -415,3 +426,20 @@ def _pieces(tensor: TensorValue, method: str, info: CallInfo) -> Value:
             )
         )
     return TupleValue(tuple(parts))
+
+
+def _python_values(tensor: TensorValue, method: str) -> Value:
+    """``x.item()``: a Python number of the tensor's kind; ``x.tolist()``: nested lists of them, one level per dim."""
+    if tensor.dtype in INTEGER_DTYPES:
+        value: Value = Number("int")
+    elif tensor.dtype in FLOAT_DTYPES:
+        value = Number("float")
+    else:
+        return None  # bool, complex or unknown: not a number kind we track
+    if method == "item":
+        return value
+    if tensor.rank is None:
+        return None
+    for _ in range(tensor.rank):
+        value = SequenceOf(value)
+    return value

@@ -16,6 +16,7 @@ from torchls.core import shapes
 from torchls.core.facts import CREATION_FUNCTIONS
 from torchls.core.interpreter.base import Env, InterpreterBase
 from torchls.core.interpreter.known_values import _dims, _int, _literal
+from torchls.core.interpreter.numpy_arrays import array_shape, is_array
 from torchls.core.interpreter.torch_tables import (
     DIM_ARGUMENTS,
     FUNCTIONAL_DIM_ARGUMENTS,
@@ -76,6 +77,8 @@ class TorchFunctionsMixin(InterpreterBase):
     def _torch_call(self, qualname: str, info: CallInfo, env: Env) -> Value:
         short = qualname.rsplit(".", 1)[-1]
         node = info.node
+        if qualname.startswith("numpy."):
+            return self._numpy_call(qualname, info)
         if qualname == "torch.device":
             return DeviceValue(parse_device(info.arg(0, "type")))
         if qualname in _FUNCTIONAL_POOLS:
@@ -291,6 +294,13 @@ class TorchFunctionsMixin(InterpreterBase):
         elif short == "linspace":
             steps = _int(info.arg(2, "steps"))
             shape = (steps,) if steps is not None else None
+        elif short in ("tensor", "as_tensor", "from_numpy") and is_array(data := info.args[0] if info.args else None):
+            # An array's elements keep their dtype (int32 labels stay int32); its data is in host memory.
+            shape = array_shape(data)  # type: ignore[arg-type]
+            if short == "from_numpy" or dtype is None:
+                dtype = data.arg("dtype")  # type: ignore[union-attr]
+            if not info.has_keyword("device"):
+                device = CPU if short == "from_numpy" or not self.default_device_changed else None
         elif short in ("tensor", "as_tensor"):
             data = info.args[0] if info.args else None
             shape, inferred = _nested_shape(data)
