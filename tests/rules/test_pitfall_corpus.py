@@ -32,7 +32,7 @@ def test_a_clean_program_gets_no_finding(program):
     assert not findings, [f"{f.code} line {f.span.start.line + 1}: {f.message}" for f in findings]
 
 
-RECALL_FLOOR = 0.85  # 175 of 204 programs (86%) after the blind set h_h_ was added (55% on it before tuning)
+RECALL_FLOOR = 0.93  # 218 of 230 (95%) after the sixth blind set h_i_ was added (73% on it before tuning, 62% on the checker of the session before)
 
 
 def test_every_expected_code_is_a_rule():
