@@ -10,13 +10,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from torchls.core.findings import Finding
+from torchls.core.imports import file_imports
 from torchls.core.interpreter import Interpreter
 from torchls.core.noqa import suppressed_codes
 from torchls.core.parsing import parse_tolerant
 from torchls.core.receivers import ClassOf, NodeKey, file_values, receiver_table
 from torchls.core.rules import ALL_RULES, WALK_ANALYSES
 from torchls.core.rules.base import Context, Rule, WalkAnalysis
-from torchls.core.statements import child_statements
 from torchls.core.text import SourceText
 
 
@@ -56,7 +56,7 @@ class Checker:
             return CheckResult([], parsed_error)
         parsed = parse_tolerant(text)
         source = SourceText(text)
-        ctx = Context(source, import_table(parsed.tree))
+        ctx = Context(source, file_imports(parsed.tree))
         rules = [
             cls()
             for cls in self.rule_classes
@@ -102,24 +102,3 @@ def _syntax_error(text: str) -> str | None:
     except ValueError as error:
         return str(error)
     return None
-
-
-def import_table(tree: ast.Module) -> dict[str, str]:
-    """Local name -> qualified module or object, for every absolute import in the file (statements only)."""
-    table: dict[str, str] = {}
-    stack: list[ast.AST] = list(tree.body)
-    while stack:
-        node = stack.pop()
-        stack.extend(child_statements(node))
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.asname:
-                    table[alias.asname] = alias.name
-                else:
-                    top = alias.name.split(".", 1)[0]
-                    table.setdefault(top, top)
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            for alias in node.names:
-                if alias.name != "*":
-                    table[alias.asname or alias.name] = f"{node.module}.{alias.name}"
-    return table

@@ -12,7 +12,8 @@ import ast
 from collections import Counter
 from dataclasses import dataclass, field
 
-from .names import absolute_module, keeps_result, qualify_annotation
+from .imports import absolute_module
+from .names import keeps_result, qualify_annotation
 
 
 @dataclass(frozen=True, slots=True)

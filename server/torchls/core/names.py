@@ -23,6 +23,7 @@ from typing import Literal
 
 from torchls.core import facts
 from torchls.core.call_sites import CallSiteInference
+from torchls.core.imports import file_imports
 from torchls.core.parsing import ParsedSource
 from torchls.core.parts import (
     TENSOR,
@@ -139,8 +140,9 @@ class ModuleIndex(PartsInference, CallSiteInference):
         self.module = module
         self._project_returns = project_returns
         self._project_results: dict[str, str | None] = {}
-        self.imports: dict[str, str] = {}
-        self.project_imports: dict[str, str] = {}  # names relative imports bind -> their absolute qualified names
+        imports = self._file_imports = file_imports(parsed.tree, module)
+        self.imports: dict[str, str] = imports.table
+        self.project_imports: dict[str, str] = imports.relative  # relative imports' names -> absolute names
         self._imported_modules: dict[ast.AST, set[str]] = defaultdict(set)  # top-level modules imported, by scope
         self.classes: dict[str, _ClassInfo] = {}
         self._bindings: dict[ast.AST, dict[str, list[_Binding]]] = defaultdict(lambda: defaultdict(list))
@@ -168,7 +170,6 @@ class ModuleIndex(PartsInference, CallSiteInference):
         self._torch_uses: tuple[frozenset[str], frozenset[str], frozenset[str]] | None = None
         self._statement_lines: list[int] | None = None  # built on first use
         self._collect(self.tree, scope=self.tree, klass=None, method_of=None)
-        self._drop_shadowed_imports()
 
     # ----------------------------------------------------------------------------------------- building
 
@@ -452,13 +453,9 @@ class ModuleIndex(PartsInference, CallSiteInference):
         line_text = self.source.line(node.lineno - 1)
         if isinstance(node, ast.ImportFrom):
             if node.level:  # ``from ._manipulate import adapt_input_conv``: the project's own module
-                source = absolute_module(*self.module, node.level, node.module) if self.module else None
                 for alias in node.names:
                     if alias.name != "*":
-                        local = alias.asname or alias.name
-                        self._bindings[scope][local].append(_Binding(node.lineno - 1, None))
-                        if source is not None and scope is self.tree:
-                            self.project_imports[local] = f"{source}.{alias.name}"
+                        self._bindings[scope][alias.asname or alias.name].append(_Binding(node.lineno - 1, None))
                 return
             if not node.module:
                 return
@@ -482,8 +479,6 @@ class ModuleIndex(PartsInference, CallSiteInference):
                 self._record_alias(alias, alias.name, node, only_asname=True)
 
     def _register_import(self, local: str, qualname: str, scope: ast.AST, lineno: int) -> None:
-        if scope is self.tree or local not in self.imports:
-            self.imports[local] = qualname
         self._imported_modules[scope].add(qualname.split(".", 1)[0])
         self._bindings[scope][local].append(_Binding(lineno - 1, None, imported=True))
 
@@ -515,12 +510,6 @@ class ModuleIndex(PartsInference, CallSiteInference):
                 self._identifiers[line].append(
                     _Identifier(end - len(alias.asname), end, alias, self.tree, None, node, qualname)
                 )
-
-    def _drop_shadowed_imports(self) -> None:
-        """A module-level name that is also assigned or defined is not reliably the imported module."""
-        for name, bindings in self._bindings[self.tree].items():
-            if name in self.imports and any(b.value is not None or b.iterated is not None for b in bindings):
-                del self.imports[name]
 
     def _extended_end(self, node: ast.AST) -> int:
         """A function's last line, extended over the blank or deeper-indented lines after it: the line being
@@ -667,7 +656,7 @@ class ModuleIndex(PartsInference, CallSiteInference):
         if identifier.segment is not None:  # a name in an import statement
             return Target("reference", span, identifier.segment)
         assert isinstance(node, ast.Name | ast.Attribute)
-        qualname = self.qualify(node) if not self._shadowed(node, identifier, position.line) else None
+        qualname = self.qualify(node) if not self._shadowed(node, identifier) else None
         if qualname is not None:
             return Target("reference", span, qualname)
         if isinstance(node, ast.Attribute):
@@ -762,15 +751,20 @@ class ModuleIndex(PartsInference, CallSiteInference):
                 if found is not None and found.kind == "reference" and (found.qualname or "").startswith("torch."):
                     yield position, found.qualname  # type: ignore[misc]
 
-    def _shadowed(self, expr: ast.expr, where: _Identifier, line: int) -> bool:
-        """True when the name an import bound at the head of ``expr`` is bound again where it is used (``nn =
-        None`` in a function): then it is not the module. (Module-level rebinding drops the import itself.)"""
+    def _shadowed(self, expr: ast.expr, where: _Identifier) -> bool:
+        """True when the name an import bound at the head of ``expr`` is bound again in a function around the use
+        (a parameter ``F``, ``nn = None``): then it is not the module, as the checker's rules read it too."""
         while isinstance(expr, ast.Attribute):
             expr = expr.value
-        if not isinstance(expr, ast.Name):
+        if not isinstance(expr, ast.Name) or expr.id not in self._file_imports.shadowing:
             return False
-        binding = self._latest_binding(expr.id, where, line)
-        return binding is not None and not binding.imported
+        return self._file_imports.qualname(expr.id, self._scope_chain(where.scope)) is None
+
+    def _scope_chain(self, scope: ast.AST | None) -> Iterator[ast.AST]:
+        """``scope`` and the scopes it is defined in, innermost first."""
+        while scope is not None:
+            yield scope
+            scope = self._enclosing.get(scope)
 
     def _callee_name(self, func: ast.expr, identifier: _Identifier) -> str | None:
         qualname = self.qualify(func)
@@ -1230,16 +1224,6 @@ def keeps_result(decorator: ast.expr, imports: dict[str, str]) -> bool:
     ``staticmethod``/``classmethod`` are for the caller to check, as only it knows what the file binds."""
     target = decorator.func if isinstance(decorator, ast.Call) else decorator
     return qualify(target, imports) in _RESULT_KEEPING_DECORATORS
-
-
-def absolute_module(module: str, is_package: bool, level: int, name: str | None) -> str | None:
-    """The module a relative import names: ``from ..layers import x`` in ``timm.models.vit`` -> ``timm.layers``;
-    None when it climbs above the top package."""
-    parts = module.split(".") if is_package else module.split(".")[:-1]
-    if level - 1 > len(parts) - 1:
-        return None
-    base = parts[: len(parts) - (level - 1)]
-    return ".".join([*base, name] if name else base) or None
 
 
 # Displays and comprehensions, and the builtin type each makes (see ModuleIndex.container_at).

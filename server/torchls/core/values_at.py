@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from torchls.core.checker import import_table
+from torchls.core.imports import file_imports
 from torchls.core.interpreter import Interpreter
 from torchls.core.receivers import file_values, torch_class
 from torchls.core.rules.base import Context
@@ -32,7 +32,7 @@ class FileValues:
     """The values of a file's names and attributes, by position (built once per document version)."""
 
     def __init__(self, tree: ast.Module, source: SourceText) -> None:
-        ctx = Context(source, import_table(tree))
+        ctx = Context(source, file_imports(tree))
         interpreter = Interpreter(ctx, {})
         interpreter.call_values = {}
         self.failed = False  # the interpreter stopped on this file (a modelling gap): no values then

@@ -13,12 +13,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
-from torchls.core.control_flow import parent_table
+from torchls.core.control_flow import ancestors, parent_table
 from torchls.core.findings import Edit, Finding, Fix, Related, Severity
 from torchls.core.text import Position, SourceText, Span
 from torchls.core.values import ModuleValue, Origin, TensorValue, Value
 
 if TYPE_CHECKING:
+    from torchls.core.imports import FileImports
     from torchls.core.interpreter import ClassInfo
 
 A = TypeVar("A", bound="Analysis")
@@ -130,9 +131,10 @@ class CallInfo:
 class Context:
     """What rules see: source positions, names, values, the enclosing scope, and a way to report."""
 
-    def __init__(self, source: SourceText, imports: dict[str, str]) -> None:
+    def __init__(self, source: SourceText, imports: FileImports) -> None:
         self.source = source
-        self.imports = imports
+        self.imports = imports.table  # what each imported name means where no function rebinds it
+        self._imports = imports
         self.values: dict[ast.AST, Value] = {}
         self.calls: dict[ast.Call, CallInfo] = {}
         self.findings: list[Finding] = []
@@ -157,8 +159,11 @@ class Context:
     # ------------------------------------------------------------------------------ names and values
 
     def qualify(self, expr: ast.AST) -> str | None:
-        """``F.softmax`` -> ``torch.nn.functional.softmax`` through the file's imports."""
+        """``F.softmax`` -> ``torch.nn.functional.softmax`` through the file's imports (not inside a function
+        whose parameter or assignment rebinds ``F``)."""
         if isinstance(expr, ast.Name):
+            if expr.id in self._imports.shadowing:
+                return self._imports.qualname(expr.id, ancestors(expr, self.parents()))
             return self.imports.get(expr.id)
         if isinstance(expr, ast.Attribute):
             base = self.qualify(expr.value)
