@@ -205,3 +205,41 @@ def dominates(first: ast.AST, later: ast.AST, parents: Parents) -> bool:
         if isinstance(ancestor, _BRANCHING):
             return False
     return False
+
+
+_LOOPS = (ast.For, ast.AsyncFor, ast.While)
+
+
+def later_iteration_only(store: ast.AST, use: ast.AST, parents: Parents) -> bool:
+    """True when the binding ``store`` can reach ``use`` only from an earlier iteration of the innermost loop
+    around ``use``: ``use`` runs on every iteration (nothing branches between it and the loop's body) and
+    ``store`` comes after it in that body, or binds the result of the very statement that reads ``use``
+    (``h = cell(x, h)`` reads the ``h`` of the iteration before). The first time ``use`` runs, ``store`` has not.
+    """
+    top: ast.AST = use
+    loop: ast.AST | None = None
+    for ancestor in ancestors(use, parents):
+        if isinstance(ancestor, _LOOPS) and top in ancestor.body:
+            loop = ancestor
+            break
+        if isinstance(ancestor, _BRANCHING):
+            return False  # a branch, a loop's header or else, a comprehension or a nested scope
+        top = ancestor
+    if loop is None:
+        return False
+    block = loop.body  # type: ignore[attr-defined]
+    store_top = next((a for a in [store, *ancestors(store, parents)] if parents.get(a) is loop), None)
+    if store_top is None or store_top not in block:
+        return False  # not in the loop's body
+    if block.index(store_top) > block.index(top):
+        return True
+    if store_top is not top:
+        return False
+    statement = statement_of(use, parents)
+    if statement is statement_of(store, parents) and isinstance(statement, ast.Assign | ast.AugAssign | ast.AnnAssign):
+        return store is not use and any(store is t or store in ast.walk(t) for t in _targets(statement))
+    return position(statement_of(store, parents) or store) > position(statement or use)
+
+
+def _targets(statement: ast.Assign | ast.AugAssign | ast.AnnAssign) -> list[ast.expr]:
+    return list(statement.targets) if isinstance(statement, ast.Assign) else [statement.target]

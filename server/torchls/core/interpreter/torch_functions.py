@@ -301,6 +301,14 @@ class TorchFunctionsMixin(InterpreterBase):
                 dtype = data.arg("dtype")  # type: ignore[union-attr]
             if not info.has_keyword("device"):
                 device = CPU if short == "from_numpy" or not self.default_device_changed else None
+        elif short in ("tensor", "as_tensor") and isinstance(data := info.args[0] if info.args else None, TensorValue):
+            # A tensor's data: the copy (or the tensor itself) keeps its shape, dtype and device.
+            if short == "as_tensor" and dtype is None and not info.has_keyword("device") and not info.kwargs:
+                return data.with_(origin=Origin(node, f"在这里创建（`{short}`）"))  # the very same tensor
+            shape = data.shape
+            dtype = dtype or data.dtype
+            if not info.has_keyword("device"):
+                device = data.device
         elif short in ("tensor", "as_tensor"):
             data = info.args[0] if info.args else None
             shape, inferred = _nested_shape(data)

@@ -3,6 +3,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
+from torchls.core import control_flow
 from torchls.core.facts import (
     DEFAULT_DEVICE_CREATION_FUNCTIONS,
     FUNCTIONAL_TENSOR_FUNCTIONS,
@@ -128,7 +129,9 @@ class _ForwardFacts(Analysis):
     """What this rule reads from each ``forward`` (or helper it calls), once per function and file: the values of
     its local names with the class's parameter attributes, and whether its input is surely a tensor."""
 
-    by_function: dict[ast.AST, tuple[dict[str, list[ast.expr | None]], frozenset[str]]] = field(default_factory=dict)
+    by_function: dict[ast.AST, tuple[dict[str, list[ast.expr | None]], dict[str, list[ast.Name]], frozenset[str]]] = (
+        field(default_factory=dict)
+    )
     input_tensor: dict[ast.AST, bool] = field(default_factory=dict)
 
 
@@ -147,8 +150,8 @@ class _Forward:
         self.input_annotation = params[0].annotation if params else None
         cache = ctx.analysis(_ForwardFacts).by_function
         if function not in cache:
-            cache[function] = (_stores(function), _parameter_attributes(klass, ctx))
-        self.stores, self.parameters = cache[function]
+            cache[function] = (*_stores(function), _parameter_attributes(klass, ctx))
+        self.stores, self.targets, self.parameters = cache[function]
 
     # ---- tensors created here on the CPU
 
@@ -190,7 +193,10 @@ class _Forward:
             if not assignments or expr.id == self.input:
                 return None
             found = None
-            for value in assignments:
+            parents = self.ctx.parents()
+            for target, value in zip(self.targets[expr.id], assignments, strict=True):
+                if control_flow.later_iteration_only(target, expr, parents):
+                    continue  # `h = self.cell(x, h)` in a loop: the first step reads the `h` from before the loop
                 if value is None:
                     return None
                 if isinstance(value, ast.Name) and value.id in visiting | {expr.id}:
@@ -416,8 +422,9 @@ def _refers_only_to(value: ast.expr, names: frozenset[str]) -> bool:
             return False
 
 
-def _stores(function: ast.AST) -> dict[str, list[ast.expr | None]]:
-    """Every value assigned to each local name (None for bindings other than a plain ``name = value``)."""
+def _stores(function: ast.AST) -> tuple[dict[str, list[ast.expr | None]], dict[str, list[ast.Name]]]:
+    """Every value assigned to each local name (None for bindings other than a plain ``name = value``), and the
+    names bound, in the same order."""
     plain: dict[int, ast.expr | None] = {}
     for node in ast.walk(function):
         if isinstance(node, ast.Assign):
@@ -427,10 +434,12 @@ def _stores(function: ast.AST) -> dict[str, list[ast.expr | None]]:
         elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
             plain[id(node.target)] = node.value
     found: dict[str, list[ast.expr | None]] = {}
+    targets: dict[str, list[ast.Name]] = {}
     for node in ast.walk(function):
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del):
             found.setdefault(node.id, []).append(plain.get(id(node)))
-    return found
+            targets.setdefault(node.id, []).append(node)
+    return found, targets
 
 
 def _parameter_attributes(klass, ctx: Context) -> frozenset[str]:
