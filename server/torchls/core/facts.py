@@ -117,6 +117,22 @@ MODULE_SELF_METHODS = frozenset(
     "to_empty".split()
 )
 
+# Grad mode. Under ``torch.no_grad()`` an operation makes a tensor with no graph (``requires_grad=False``), except
+# these torch callables, which may give one that requires grad anyway, and the tensor methods that may hand back
+# the tensor itself (``p.to(p.device)``, ``p.float()`` on a float, in-place methods): what they return is what the
+# tensor was.
+MAY_REQUIRE_GRAD_PREFIXES = (
+    "torch.autograd.",
+    "torch.func.",
+    "torch.nn.Parameter",
+    "torch.nn.parameter.",
+    "torch.enable_grad",
+)
+TENSOR_SELF_METHODS = frozenset(
+    "to cuda cpu xpu float double half bfloat16 long int short bool byte char type type_as contiguous "
+    "requires_grad_ retain_grad pin_memory share_memory_ as_subclass".split()
+)
+
 # nn.Module methods that return an iterator, and what each element is: a class, or a tuple whose positions hold a
 # class or something that is not a torch value (None: the names of ``named_parameters``).
 MODULE = "torch.nn.Module"

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 
-_UNCHANGED = "unchanged"
+UNCHANGED = "unchanged"
 # Callees that receive a model without changing its mode.
 _HARMLESS = frozenset({"print", "len", "isinstance", "type", "id", "str", "repr", "getattr", "hasattr", "sum", "list"})
 _CONDITIONAL = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.Try, ast.Match)
@@ -25,12 +25,18 @@ def mode_effects(function: Function, functions: Mapping[str, Function]) -> dict[
     return _effects(function, functions, frozenset())
 
 
+def call_effect(call: ast.Call, name: str, functions: Mapping[str, Function]) -> bool | str | None:
+    """What the call does to the mode of the model ``name`` it is given: True (train), False (eval), None (not
+    known), or :data:`UNCHANGED`. ``functions``: the file's functions by name (the callees that can be seen)."""
+    return _callee_effect(call, name, functions, frozenset())
+
+
 def _effects(function: Function, functions: Mapping[str, Function], visiting: frozenset) -> dict[str, bool | None]:
     parameters = [a.arg for a in [*function.args.posonlyargs, *function.args.args, *function.args.kwonlyargs]]
     effects: dict[str, bool | None] = {}
     for parameter in parameters:
-        state = _walk(function.body, parameter, functions, visiting | {function.name}, _UNCHANGED, False)
-        if state != _UNCHANGED:
+        state = _walk(function.body, parameter, functions, visiting | {function.name}, UNCHANGED, False)
+        if state != UNCHANGED:
             effects[parameter] = state  # type: ignore[assignment]
     return effects
 
@@ -57,7 +63,7 @@ def _walk(
 
 
 def _apply(state: object, event: object, conditional: bool) -> object:
-    if event == _UNCHANGED:
+    if event == UNCHANGED:
         return state
     if not conditional:
         return event
@@ -113,7 +119,7 @@ def _events(statement: ast.stmt, name: str, functions: Mapping[str, Function], v
 def _callee_effect(call: ast.Call, name: str, functions: Mapping[str, Function], visiting: frozenset) -> object:
     func = call.func
     if isinstance(func, ast.Name) and func.id in _HARMLESS and func.id not in functions:
-        return _UNCHANGED
+        return UNCHANGED
     callee = functions.get(func.id) if isinstance(func, ast.Name) else None
     if callee is None or callee.name in visiting:
         return None  # code we cannot see may put the model in either mode
@@ -121,10 +127,10 @@ def _callee_effect(call: ast.Call, name: str, functions: Mapping[str, Function],
     effects = _effects(callee, functions, visiting)
     for parameter, argument in zip(parameters, call.args, strict=False):
         if isinstance(argument, ast.Name) and argument.id == name:
-            return effects.get(parameter, _UNCHANGED)
+            return effects.get(parameter, UNCHANGED)
     for keyword in call.keywords:
         if isinstance(keyword.value, ast.Name) and keyword.value.id == name and keyword.arg is not None:
-            return effects.get(keyword.arg, _UNCHANGED)
+            return effects.get(keyword.arg, UNCHANGED)
     return None
 
 

@@ -74,6 +74,9 @@ class TensorValue:
     symbolic: tuple[SymDim, ...] | None = None
     # Strides as products of sizes, for a tensor whose shape has names (``strides`` needs every dim known).
     sym_strides: tuple[int | Sym, ...] | None = None
+    # Made by an operation under ``torch.no_grad()``/``inference_mode()`` (with ``requires_grad=False``): where.
+    # Such a tensor has no graph, so ``backward()`` on it fails.
+    no_graph: Origin | None = None
 
     def __post_init__(self) -> None:
         shape = self.shape

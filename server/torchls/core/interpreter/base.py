@@ -15,14 +15,17 @@ from typing import TYPE_CHECKING, Any
 
 from torchls.core import symbols
 from torchls.core.annotation_values import annotation_value
+from torchls.core.facts import MAY_REQUIRE_GRAD_PREFIXES, TENSOR_SELF_METHODS
 from torchls.core.interpreter.class_info import ClassInfo
 from torchls.core.rules.base import CallInfo, Context, Rule
-from torchls.core.values import InstanceValue, ModuleValue, OfClass, TensorValue, Value
+from torchls.core.values import InstanceValue, ModuleValue, OfClass, Origin, TensorValue, Value
 
 _UNROLL_ITEMS = 8  # loops over at most this many known items run item by item
 _UNROLL_BUDGET = 2000  # iterations run that way, per file
 _MAX_DEPTH = 6  # calls of the file's own functions followed one inside the other
 _SPECIALISATION_BUDGET = 400  # evaluations of a body for one call's arguments, per file
+# Expressions that compute a new tensor (under no_grad: one without a graph, see _without_graph).
+_OPERATIONS = (ast.Call, ast.BinOp, ast.UnaryOp)
 
 
 log = logging.getLogger(__package__)  # the package's one logger, named as before
@@ -100,11 +103,40 @@ class InterpreterBase:
         kind = type(node)
         handler = self._expr_table.get(kind)
         value = handler(node, env) if handler is not None else self._generic(node, env)
+        if not self.ctx.grad_enabled and isinstance(value, TensorValue) and kind in _OPERATIONS:
+            value = self._without_graph(node, value)
         if value is not None:
             self.ctx.values[node] = value
         if kind in self.dispatch:  # inline test: this runs for every expression in the file
             self._visit_rules(node)
         return value
+
+    def _without_graph(self, node: ast.expr, value: TensorValue) -> TensorValue:
+        """The tensor an operation makes under no_grad: no graph, unless the operation may keep or make one
+        (``nn.Parameter(...)``, ``torch.zeros(..., requires_grad=True)``, ``p.to(device)`` that may return ``p``
+        itself, an in-place method, a model of the file whose ``forward`` may return a parameter)."""
+        if value.no_graph is not None and value.requires_grad is False:
+            return value
+        if isinstance(node, ast.Call):
+            info = self.ctx.calls.get(node)
+            if info is None or info.starred or info.unknown_keywords:
+                return value
+            if info.qualname is not None:
+                if not info.qualname.startswith("torch.") or info.qualname.startswith(MAY_REQUIRE_GRAD_PREFIXES):
+                    return value
+                if "requires_grad" in info.kwargs:
+                    return value
+            elif info.module is not None:
+                if info.module.user_class is not None or not info.module.qualname.startswith("torch.nn."):
+                    return value
+            elif not (
+                info.method is not None
+                and isinstance(info.receiver, TensorValue)
+                and not info.method.endswith("_")
+                and info.method not in TENSOR_SELF_METHODS
+            ):
+                return value
+        return value.with_(requires_grad=False, is_leaf=True, no_graph=Origin(node, "在无梯度模式下算出"))
 
     def _load(self, name: str, env: Env) -> Value:
         if name in env:

@@ -306,6 +306,11 @@ class StatementsMixin(InterpreterBase):
 
     def _attribute_assigned(self, target: ast.Attribute, owner: Value, value: Value, env: Env) -> None:
         """``cfg.lr = 0.1`` or ``model.head = nn.Linear(...)`` outside the class: what the object now holds."""
+        if isinstance(owner, TensorValue) and target.attr == "requires_grad" and isinstance(target.value, ast.Name):
+            # loss.requires_grad = True: whether it now requires grad is what was assigned, not what it was
+            given = value.value if isinstance(value, Literal) and isinstance(value.value, bool) else None
+            env[target.value.id] = owner.with_(requires_grad=given, no_graph=None)
+            return
         if isinstance(owner, InstanceValue) and owner.qualname == "namespace" and isinstance(target.value, ast.Name):
             fields = owner.arg("fields")
             if isinstance(fields, DictValue):

@@ -3,14 +3,13 @@ from __future__ import annotations
 import ast
 import re
 
-from torchls.core.findings import Severity
+from torchls.core.facts import MAY_REQUIRE_GRAD_PREFIXES
+from torchls.core.findings import Related, Severity
 from torchls.core.rules.base import Context, Rule
 from torchls.core.rules.loop import flow
 from torchls.core.values import ModuleValue, TensorValue
 
 _LOSS_NAME = re.compile(r"criterion|loss", re.IGNORECASE)
-# torch.* calls that may hand back a tensor that requires grad even under no_grad.
-_MAY_REQUIRE_GRAD = ("torch.autograd.", "torch.func.", "torch.nn.Parameter", "torch.nn.parameter.", "torch.enable_grad")
 
 
 class BackwardUnderNoGrad(Rule):
@@ -19,8 +18,11 @@ class BackwardUnderNoGrad(Rule):
     **为什么是问题**：无梯度模式下的运算不记录计算图，得到的张量 `requires_grad=False`、没有 `grad_fn`，
     `backward()` 会直接报 `RuntimeError: element 0 of tensors does not require grad and does not have a
     grad_fn`。常见于把训练步骤误写进了 `with torch.no_grad():` 块，或给训练函数加了 `@torch.no_grad()`。
-    只在 `backward()` 本身在无梯度模式下、而且损失的每一次赋值也都在无梯度模式下由运算（损失函数、torch
-    函数、层的调用、算术）算出时才报告。
+    在两种情况下报告：损失是在无梯度模式下由运算（损失函数、torch 函数、torch 层的调用、张量方法、算术）
+    算出、再一路传到 `backward()` 的（例如训练步骤调用了一个带 `@torch.no_grad()` 的公共辅助方法，损失由它
+    返回）；或者 `backward()` 本身在无梯度模式下，而且损失的每一次赋值也都在无梯度模式下由运算算出。之后
+    改过 `requires_grad` 的、可能原样返回张量本身的方法（`.to()`、`.float()`、原地方法）和本文件模型的
+    调用结果不算。
 
     **示例**
     ```python
@@ -46,14 +48,21 @@ class BackwardUnderNoGrad(Rule):
         func = node.func
         if not (isinstance(func, ast.Attribute) and func.attr == "backward"):
             return
-        if ctx.grad_enabled or flow.grad_mode(node, ctx) != flow.DISABLED:
-            return
         receiver = func.value
-        if not _computed_without_grad(receiver, node, ctx, 0):
+        value = ctx.value(receiver)
+        related: list[Related] = []
+        if isinstance(value, TensorValue) and value.no_graph is not None and value.requires_grad is False:
+            # made without a graph wherever that was: a helper decorated with @torch.no_grad(), a no_grad block
+            related.append(Related(ctx.span(value.no_graph.node), "这里是在无梯度模式下算出来的"))
+        elif (
+            ctx.grad_enabled
+            or flow.grad_mode(node, ctx) != flow.DISABLED
+            or not _computed_without_grad(receiver, node, ctx, 0)
+        ):
             return
         shown = ctx.text(receiver) if len(ctx.text(receiver)) <= 40 else "损失"
         message = f"`{shown}` 是在无梯度模式下算出来的，不需要梯度，对它调用 `backward()` 会报 RuntimeError"
-        ctx.report(node, message)
+        ctx.report(node, message, related=related)
 
 
 def _computed_without_grad(expr: ast.expr, use: ast.AST, ctx: Context, depth: int) -> bool:
@@ -69,7 +78,7 @@ def _computed_without_grad(expr: ast.expr, use: ast.AST, ctx: Context, depth: in
     func = expr.func
     qualname = ctx.qualify(func)
     if qualname is not None:
-        if not qualname.startswith("torch.") or qualname.startswith(_MAY_REQUIRE_GRAD):
+        if not qualname.startswith("torch.") or qualname.startswith(MAY_REQUIRE_GRAD_PREFIXES):
             return False
         return not any(k.arg in ("requires_grad", None) for k in expr.keywords)
     call = ctx.call(expr)

@@ -29,8 +29,10 @@ class LayerAddedAfterOptimizer(Rule):
     参数是新建的张量，优化器并不知道它们：`optimizer.step()` 只更新原来那些参数（被换下的旧层已经不在模型里），
     新层一直停在随机初始化，微调时最常见的表现是准确率停在随机水平，且不报错。只在同一个函数里先创建优化器、
     后把一个新建的带参数的层赋给模型里确实被使用的属性（自定义模型 `forward` 里用到的层、torchvision 模型的
-    分类头、`nn.Sequential` 的某一层），之后还用同一个优化器训练（`step()`，或交给本文件里会 `step()` 的函数），
-    其间没有重建优化器、没有 `add_param_group`、也没有改 `requires_grad` 时才报告。
+    分类头、`nn.Sequential` 的某一层；也包括调用模型类里无条件换层的方法，如 `model.reset_classifier(3)`），
+    之后还用同一个优化器训练（`step()`，或交给本文件里会 `step()` 的函数），
+    其间没有重建优化器、没有 `add_param_group`、也没有改 `requires_grad` 时才报告。优化器也可以由本文件里
+    返回 `torch.optim.X(...)` 的函数（如 `make_optimizer(model)`）创建。
 
     **示例**
     ```python
@@ -56,9 +58,12 @@ class LayerAddedAfterOptimizer(Rule):
     name = "layer-added-after-optimizer"
     severity = Severity.ERROR
     kb_entry = "torch.nn.Module.parameters"
-    node_types = (ast.Assign,)
+    node_types = (ast.Assign, ast.Call)
 
-    def visit(self, node: ast.Assign, ctx: Context) -> None:
+    def visit(self, node: ast.Assign | ast.Call, ctx: Context) -> None:
+        if isinstance(node, ast.Call):
+            self._method_call(node, ctx)
+            return
         if len(node.targets) != 1 or not isinstance(node.value, ast.Call):
             return
         target = node.targets[0]
@@ -68,44 +73,114 @@ class LayerAddedAfterOptimizer(Rule):
         if path is None:
             return
         root, steps = path
-        layer = ctx.value(node.value)
-        if not (
-            isinstance(layer, ModuleValue)
-            and layer.origin is not None
-            and layer.origin.node is node.value
-            and _has_parameters(layer, ctx)
-        ):
+        if not _fresh_layer(node.value, ctx):
             return
-        scope = flow.scope_of(node, ctx)
-        if not _used_by_model(root, steps, node, scope, ctx):
-            return
-        found = _optimizer_before(node, scope, ctx)
+        found = self._untrained(node, root, steps, ctx.text(target), ctx)
         if found is None:
             return
         name, built = found
-        if flow.file_mentions(ctx, "add_param_group") and _hands_to_group_adder(scope, name, ctx):
-            return
         target_text = ctx.text(target)
-        sources = optimizers.parameter_sources(built, ctx)
-        if not sources or not any(_covers(ctx.text(s), target_text) and flow.root_name(s) == root.id for s in sources):
-            return
-        if any(
-            control_flow.position(built) < control_flow.position(b) < control_flow.position(node)
-            for b in flow.bindings(scope, root.id, ctx)
-        ):
-            return  # the model was rebound in between: the optimizer holds another object's parameters
-        later = [
-            n for n in control_flow.scope_nodes(scope) if control_flow.position(n) > control_flow.end_position(node)
-        ]
-        if any(_touches_trainability(n) for n in later):
-            return
-        if not any(isinstance(n, ast.Call) and _trains_with(n, name, ctx) for n in later):
-            return
         message = (
             f"`{target_text}` 在优化器 `{name}` 创建之后才换成新层：新层的参数不在 `{name}` 里，训练时永远不会被更新"
         )
         related = [Related(ctx.span(built), f"`{name}` 在这里用当时的参数创建")]
         ctx.report(target, message, related=related)
+
+    def _method_call(self, node: ast.Call, ctx: Context) -> None:
+        """``model.reset_classifier(3)``: a method of the model's class that puts a new layer on ``self``."""
+        func = node.func
+        if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id != "self"):
+            return
+        replaced = _replaced_by_method(func.value, func.attr, ctx)
+        if replaced is None:
+            return
+        assignment, attribute = replaced
+        target_text = f"{func.value.id}.{attribute}"
+        found = self._untrained(node, func.value, [attribute], target_text, ctx)
+        if found is None:
+            return
+        name, built = found
+        message = (
+            f"`{ctx.text(func)}(...)` 在优化器 `{name}` 创建之后才把 `{target_text}` 换成新层：新层的参数不在 "
+            f"`{name}` 里，训练时永远不会被更新"
+        )
+        related = [
+            Related(ctx.span(built), f"`{name}` 在这里用当时的参数创建"),
+            Related(ctx.span(assignment), f"`{func.attr}` 在这里换上新层"),
+        ]
+        ctx.report(node, message, related=related)
+
+    def _untrained(
+        self, node: ast.AST, root: ast.Name, steps: list[str | int], target_text: str, ctx: Context
+    ) -> tuple[str, ast.Call] | None:
+        """The optimizer built before ``node`` from parameters that cover the replaced layer, and still used to
+        train after it with nothing in between that rebuilds it or edits its groups."""
+        scope = flow.scope_of(node, ctx)
+        if not _used_by_model(root, steps, node, scope, ctx):
+            return None
+        found = _optimizer_before(node, scope, ctx)
+        if found is None:
+            return None
+        name, built = found
+        if flow.file_mentions(ctx, "add_param_group") and _hands_to_group_adder(scope, name, ctx):
+            return None
+        sources = optimizers.parameter_sources(built, ctx)
+        if not sources or not any(_covers(ctx.text(s), target_text) and flow.root_name(s) == root.id for s in sources):
+            return None
+        if any(
+            control_flow.position(built) < control_flow.position(b) < control_flow.position(node)
+            for b in flow.bindings(scope, root.id, ctx)
+        ):
+            return None  # the model was rebound in between: the optimizer holds another object's parameters
+        later = [
+            n for n in control_flow.scope_nodes(scope) if control_flow.position(n) > control_flow.end_position(node)
+        ]
+        if any(_touches_trainability(n) for n in later):
+            return None
+        if not any(isinstance(n, ast.Call) and _trains_with(n, name, ctx) for n in later):
+            return None
+        return name, built
+
+
+def _fresh_layer(value: ast.Call, ctx: Context) -> bool:
+    """``value`` builds a new layer that owns trainable parameters."""
+    layer = ctx.value(value)
+    return (
+        isinstance(layer, ModuleValue)
+        and layer.origin is not None
+        and layer.origin.node is value
+        and _has_parameters(layer, ctx)
+    )
+
+
+def _replaced_by_method(model: ast.Name, method: str, ctx: Context) -> tuple[ast.Assign, str] | None:
+    """The statement of the model class's ``method`` that surely puts a new layer with parameters on
+    ``self.<attribute>`` (a statement of the method's own body, not under a branch), and that attribute; None
+    when the method also freezes or unfreezes parameters or edits an optimizer."""
+    value = ctx.value(model)
+    if not isinstance(value, ModuleValue) or value.user_class is None:
+        return None
+    info = classes(ctx).get(value.user_class)
+    if info is None:
+        return None
+    definition = next((k.methods[method] for k in info.chain() if method in k.methods), None)
+    if definition is None or method == "__init__":
+        return None
+    if any(_touches_trainability(n) for n in ast.walk(definition)):
+        return None
+    for statement in definition.body:
+        if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1):
+            continue
+        target = statement.targets[0]
+        if (
+            isinstance(target, ast.Attribute)
+            and isinstance(target.value, ast.Name)
+            and target.value.id == "self"
+            and isinstance(statement.value, ast.Call)
+            and _fresh_layer(statement.value, ctx)
+        ):
+            return statement, target.attr
+    return None
 
 
 def _path(target: ast.expr) -> tuple[ast.Name, list[str | int]] | None:

@@ -14,6 +14,7 @@ from torchls.core import control_flow
 from torchls.core.rules.base import Analysis, Context
 from torchls.core.rules.loop import flow
 from torchls.core.rules.loop.modules import classes
+from torchls.core.statements import assigned_names
 from torchls.core.values import InstanceValue, ModuleValue, Value
 
 _PARAMETER_METHODS = frozenset({"parameters", "named_parameters"})
@@ -85,6 +86,8 @@ def parameter_sources(optimizer_call: ast.Call, ctx: Context | None = None) -> l
     to such a list (``dense = list(m.bottom.parameters()) + list(m.top.parameters())``) and comprehensions over
     modules' parameters (``[p for t in m.tables for p in t.parameters()]``). None when the parameters come from
     anything else (a tensor, a list built up elsewhere)."""
+    if ctx is not None and isinstance(optimizer_call.func, ast.Name):
+        return _helper_sources(optimizer_call, ctx)
     params: ast.expr | None = None
     for keyword in optimizer_call.keywords:
         if keyword.arg == "params":
@@ -97,6 +100,43 @@ def parameter_sources(optimizer_call: ast.Call, ctx: Context | None = None) -> l
         params = optimizer_call.args[0]
     found: list[ast.expr] = []
     return found if _sources(params, found, ctx) and found else None
+
+
+def _helper_sources(call: ast.Call, ctx: Context) -> list[ast.expr] | None:
+    """``make_optimizer(model, lr)``: the file's function that returns ``torch.optim.X(...)`` built from its
+    parameters' parameters; the modules are the call's arguments (only a parameter passed whole, by name)."""
+    helper = _single_definition(call.func.id, ctx)  # type: ignore[attr-defined]
+    if helper is None or (call.keywords and any(k.arg is None for k in call.keywords)):
+        return None
+    returns = [n for n in control_flow.scope_nodes(helper) if isinstance(n, ast.Return)]
+    if len(returns) != 1 or not isinstance(returns[0].value, ast.Call):
+        return None
+    inner = returns[0].value
+    if isinstance(inner.func, ast.Name) or not is_optimizer(ctx.value(inner)):
+        return None
+    sources = parameter_sources(inner, ctx)
+    if sources is None or any(isinstance(a, ast.Starred) for a in call.args):
+        return None
+    parameters = [a.arg for a in [*helper.args.posonlyargs, *helper.args.args, *helper.args.kwonlyargs]]
+    given = dict(zip(parameters, call.args, strict=False))
+    given.update((k.arg, k.value) for k in call.keywords if k.arg is not None)
+    mapped = []
+    for source in sources:
+        if not (isinstance(source, ast.Name) and source.id in given):
+            return None
+        mapped.append(given[source.id])
+    return mapped
+
+
+def _single_definition(name: str, ctx: Context) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    """The module-level function ``name`` when the file defines that name once and nothing else binds it."""
+    found = [
+        n
+        for n in ctx.tree.body
+        if (isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and n.name == name)
+        or (isinstance(n, ast.Assign | ast.AnnAssign | ast.Import | ast.ImportFrom) and name in assigned_names(n))
+    ]
+    return found[0] if len(found) == 1 and isinstance(found[0], ast.FunctionDef | ast.AsyncFunctionDef) else None
 
 
 def _sources(expr: ast.expr, found: list[ast.expr], ctx: Context | None = None, depth: int = 0) -> bool:
@@ -135,10 +175,15 @@ def _comprehension_sources(expr: ast.ListComp | ast.GeneratorExp, found: list[as
     """``[p for p in m.parameters() if ...]`` gives ``m``; ``[p for t in m.tables for p in t.parameters()]`` gives
     ``m.tables``: the element is the last loop's variable, over an earlier loop's modules or a module chain."""
     last = expr.generators[-1]
-    if not (isinstance(last.target, ast.Name) and last.target.id == expr.elt.id and isinstance(last.iter, ast.Call)):  # type: ignore[union-attr]
+    if not isinstance(last.iter, ast.Call):
         return False
     func = last.iter.func
     if not (isinstance(func, ast.Attribute) and func.attr in _PARAMETER_METHODS and not last.iter.args):
+        return False
+    target = last.target
+    if func.attr == "named_parameters" and isinstance(target, ast.Tuple) and len(target.elts) == 2:
+        target = target.elts[1]  # [p for n, p in m.named_parameters() if ...]
+    if not (isinstance(target, ast.Name) and target.id == expr.elt.id):  # type: ignore[union-attr]
         return False
     owner = func.value
     earlier = [g for g in expr.generators[:-1] if isinstance(g.target, ast.Name) and isinstance(owner, ast.Name)]

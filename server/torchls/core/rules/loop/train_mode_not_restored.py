@@ -3,12 +3,13 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from torchls.core import control_flow
+from torchls.core import control_flow, modes
 from torchls.core.findings import Edit, Fix, Severity
 from torchls.core.rules.base import Analysis, Context, Rule
 from torchls.core.rules.loop import flow, modules
+from torchls.core.statements import assigned_names
 from torchls.core.text import Span
-from torchls.core.values import ModuleValue
+from torchls.core.values import Literal, ModuleValue, TensorValue
 
 # Layers that behave the same in train and eval mode (a Sequential made only of these does not care).
 _MODE_FREE = frozenset(
@@ -25,8 +26,9 @@ class TrainModeNotRestored(Rule):
     **为什么是问题**：`eval()` 会一直生效，直到再次调用 `train()`。循环的第一轮在训练模式下训练，验证时
     切到评估模式后，从第二轮起的训练全都在评估模式下进行：Dropout 不再丢弃、BatchNorm 不再更新统计量，
     模型表现会莫名变差，而且不报错。只在同一个循环里先训练（调用模型、`backward()`、`step()`）再
-    `model.eval()`，而循环里没有任何 `model.train(...)`、也没有把模型交给可能切回训练模式的函数时才报告；
-    能证明模型没有 Dropout/BatchNorm 时不报告。
+    `model.eval()`（或者调用本文件里一定会 `model.eval()`、之后又不切回训练模式的函数，如
+    `validate(model, loader)`），而循环里没有任何 `model.train(...)`、也没有把模型交给可能切回训练模式的
+    函数时才报告；能证明模型没有 Dropout/BatchNorm 时不报告。
 
     **示例**
     ```python
@@ -63,14 +65,14 @@ class TrainModeNotRestored(Rule):
         if not backwards or not steps:
             return
         for call in sorted((n for n in inner if isinstance(n, ast.Call)), key=control_flow.position):
-            if _attr(call) != "eval" or call.args or call.keywords or not isinstance(call.func.value, ast.Name):  # type: ignore[union-attr]
+            model = _put_in_eval(call, ctx)
+            if model is None:
                 continue
             if flow.enclosing_loop(call, ctx) is not node and any(
                 isinstance(a, flow.LOOPS) and flow.is_inside(a, node, ctx) and a is not node
                 for a in control_flow.ancestors(call, ctx.parents())
             ):
                 continue  # an eval() inside an inner loop: that loop's business
-            model = call.func.value.id  # type: ignore[union-attr]
             if self._report(node, call, model, inner, backwards, ctx):
                 return
 
@@ -100,7 +102,11 @@ class TrainModeNotRestored(Rule):
         for c in calls:
             if _attr(c) == "train" and flow.root_name(c.func) == model:  # type: ignore[arg-type]
                 return False
-            if any(flow.root_name(a) == model for a in _arguments(c)) and not _harmless(c, ctx):
+            if (
+                any(_hands_over(a, model, ctx) for a in _arguments(c))
+                and not _harmless(c, ctx)
+                and _helper_effect(c, model, ctx) not in (False, modes.UNCHANGED)
+            ):
                 return False  # the model goes somewhere that may switch it back
             if _calls_train_elsewhere(c, ctx):
                 return False
@@ -110,11 +116,56 @@ class TrainModeNotRestored(Rule):
             for n in inner
         ):
             return False  # leaving the loop after evaluating: no more training follows
-        if _mode_free(ctx.value(eval_call.func.value)):  # type: ignore[union-attr]
+        held = next(a for a in [eval_call.func, *_arguments(eval_call)] if flow.root_name(a) == model)
+        if _mode_free(ctx.value(held.value if held is eval_call.func else held)):  # type: ignore[attr-defined]
             return False
-        message = f"循环里调用了 `{model}.eval()` 却从不调回 `{model}.train()`：从第二轮起都在评估模式下训练"
+        if _attr(eval_call) == "eval":
+            message = f"循环里调用了 `{model}.eval()` 却从不调回 `{model}.train()`：从第二轮起都在评估模式下训练"
+        else:
+            message = (
+                f"循环里调用的 `{ctx.text(eval_call.func)}(...)` 会把 `{model}` 切到评估模式（其中调用了 `eval()`），"
+                f"之后却从不调回 `{model}.train()`：从第二轮起都在评估模式下训练"
+            )
         ctx.report(eval_call, message, fix=_fix(loop, model, ctx))
         return True
+
+
+def _put_in_eval(call: ast.Call, ctx: Context) -> str | None:
+    """The model the call surely leaves in eval mode: ``model.eval()``, or ``validate(model, ...)`` where the
+    file's ``validate`` calls ``model.eval()`` and never switches it back."""
+    func = call.func
+    if _attr(call) == "eval" and not call.args and not call.keywords and isinstance(func.value, ast.Name):  # type: ignore[union-attr]
+        return func.value.id  # type: ignore[union-attr]
+    if not isinstance(func, ast.Name):
+        return None
+    given = [a.id for a in _arguments(call) if isinstance(a, ast.Name)]
+    return next((m for m in given if _helper_effect(call, m, ctx) is False), None)
+
+
+def _helper_effect(call: ast.Call, model: str, ctx: Context) -> bool | str | None:
+    """What a call of the file's function does to the mode of ``model`` it is given (see :mod:`core.modes`)."""
+    functions = ctx.analysis(TopLevelFunctions).by_name
+    if not (isinstance(call.func, ast.Name) and call.func.id in functions):
+        return None
+    return modes.call_effect(call, model, functions)
+
+
+@dataclass(frozen=True, slots=True)
+class TopLevelFunctions(Analysis):
+    """The file's module-level functions by name (a name defined once): the helpers a call by name reaches."""
+
+    by_name: dict[str, ast.FunctionDef | ast.AsyncFunctionDef]
+
+    @classmethod
+    def compute(cls, ctx: Context) -> TopLevelFunctions:
+        found: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
+        counts: dict[str, int] = {}
+        for statement in ctx.tree.body:
+            for name in assigned_names(statement):
+                counts[name] = counts.get(name, 0) + 1
+            if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef):
+                found[statement.name] = statement
+        return cls({name: f for name, f in found.items() if counts.get(name) == 1})
 
 
 def _attr(call: ast.Call) -> str | None:
@@ -123,6 +174,16 @@ def _attr(call: ast.Call) -> str | None:
 
 def _arguments(call: ast.Call) -> list[ast.expr]:
     return [a.value if isinstance(a, ast.Starred) else a for a in call.args] + [k.value for k in call.keywords]
+
+
+def _hands_over(argument: ast.expr, model: str, ctx: Context) -> bool:
+    """The argument is the model or may be a part of it (``model``, ``model.encoder``), not a flag or a tensor
+    read from it (``model.training``, ``model.fc.weight``)."""
+    if flow.root_name(argument) != model:
+        return False
+    if isinstance(argument, ast.Attribute) and argument.attr == "training":
+        return False
+    return not isinstance(ctx.value(argument), TensorValue | Literal)
 
 
 def _harmless(call: ast.Call, ctx: Context) -> bool:
@@ -188,7 +249,7 @@ def _fix(loop: ast.AST, model: str, ctx: Context) -> Fix | None:
             return None
         if (
             isinstance(node, ast.Call)
-            and any(flow.root_name(a) == model for a in _arguments(node))
+            and any(_hands_over(a, model, ctx) for a in _arguments(node))
             and not _harmless(node, ctx)
         ):
             return None
