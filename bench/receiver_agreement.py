@@ -53,7 +53,7 @@ def fast_path_class(index: ModuleIndex, node: ast.expr, source: SourceText) -> s
     return facts.ATTRIBUTE_BASES.get(value.qualname, value.qualname)
 
 
-def compare_file(text: str, counts: collections.Counter, disagreements: list) -> None:
+def compare_file(text: str, counts: collections.Counter, disagreements: list, fast_only: list | None = None) -> None:
     parsed = parse_tolerant(text)
     source = SourceText(text)
     index = ModuleIndex(parsed, source)
@@ -73,6 +73,8 @@ def compare_file(text: str, counts: collections.Counter, disagreements: list) ->
             continue
         if mine is None:
             counts["fast path only"] += 1
+            if fast_only is not None:
+                fast_only.append((receiver.lineno, ast.unparse(node), theirs))
         elif theirs is None:
             counts["interpreter only"] += 1
         elif mine == theirs or (theirs == facts.MODULE and mine.startswith("torch.nn.")):
@@ -86,6 +88,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("corpus", nargs="?", type=Path, default=DEFAULT_CORPUS)
     parser.add_argument("--show", type=int, default=0, help="print this many disagreements")
+    parser.add_argument("--show-fast-only", type=int, default=0, help="print this many receivers only names.py knows")
     args = parser.parse_args()
     files = sorted(args.corpus.rglob("*.py"))
     if not files:
@@ -93,6 +96,8 @@ def main() -> int:
         return 2
     counts: collections.Counter = collections.Counter()
     shown: list[str] = []
+    fast_shown: list[str] = []
+    fast_classes: collections.Counter = collections.Counter()
     started = time.perf_counter()
     for path in files:
         try:
@@ -102,7 +107,10 @@ def main() -> int:
         if "torch" not in text:
             continue
         disagreements: list = []
-        compare_file(text, counts, disagreements)
+        fast_only: list = []
+        compare_file(text, counts, disagreements, fast_only)
+        fast_classes.update(c for _, _, c in fast_only)
+        fast_shown += [f"{path}:{line}: `{expr}` fast path {c}" for line, expr, c in fast_only]
         shown += [f"{path}:{line}: `{expr}` fast path {a}, interpreter {b}" for line, expr, a, b in disagreements]
     total = sum(v for k, v in counts.items() if "crashed" not in k)
     print(
@@ -114,6 +122,11 @@ def main() -> int:
         print(f"  interpreter crashed on {counts['interpreter crashed (file)']} files")
     for line in shown[: args.show]:
         print("   ", line)
+    if args.show_fast_only:
+        print("  receivers only the fast path knows, by class:", fast_classes.most_common(12))
+        step = max(1, len(fast_shown) // args.show_fast_only)
+        for line in fast_shown[::step][: args.show_fast_only]:
+            print("   ", line)
     return 0
 
 

@@ -32,9 +32,9 @@ def test_a_clean_program_gets_no_finding(program):
     assert not findings, [f"{f.code} line {f.span.start.line + 1}: {f.message}" for f in findings]
 
 
-# 218 of 230 (95%) after the sixth blind set h_i_ was added (73% on it before tuning; 62% on the checker
-# of the session before)
-RECALL_FLOOR = 0.93
+# 249 of 256 (97%) after the seventh blind set h_j_ was added. Before any tuning on them the blind sets scored:
+# h_i_ 19/26 (73%), h_j_ 26/26 (100%; 22/26 on the checker this session started from), 0 false alarms
+RECALL_FLOOR = 0.95
 
 
 def test_every_expected_code_is_a_rule():

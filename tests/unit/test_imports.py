@@ -106,7 +106,8 @@ def test_relative_imports_resolve_only_with_the_files_module():
 
 
 def test_a_rule_stays_silent_where_a_parameter_shadows_the_import():
-    shadowed = "import torch.nn.functional as F\n\n\ndef smooth(F, logits):\n    return F.softmax(logits)\n"  # TL308 (softmax without dim) is about torch's softmax only
+    # TL308 (softmax without dim) is about torch's softmax only: a parameter F is something else
+    shadowed = "import torch.nn.functional as F\n\n\ndef smooth(F, logits):\n    return F.softmax(logits)\n"
     assert not [f for f in Checker().check(shadowed).findings if f.code == "TL308"]
     plain = "import torch.nn.functional as F\n\n\ndef smooth(logits):\n    return F.softmax(logits)\n"
     assert [f.code for f in Checker().check(plain).findings] == ["TL308"]
