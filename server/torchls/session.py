@@ -44,7 +44,7 @@ def _indentation(line: str) -> str:
     return line[: len(line) - len(line.lstrip())]
 
 
-def _path_of(uri: str) -> str | None:
+def path_of(uri: str) -> str | None:
     """The file system path of a ``file:`` URI; None for other schemes (an unsaved buffer)."""
     parsed = urllib.parse.urlparse(uri)
     if parsed.scheme != "file":
@@ -249,7 +249,7 @@ class Session:
 
     def _build_index(self, uri: str, text: str, version: int | None) -> _IndexedDocument:
         parsed = parse_tolerant(text)
-        location = self.project.locate(_path_of(uri))
+        location = self.project.locate(path_of(uri))
         module, returns = None, None
         if location is not None:
             module = (location.module, location.is_package)

@@ -80,10 +80,14 @@ async def hover(client: LanguageClient, uri: str, position: types.Position) -> t
 
 
 def vscode_capabilities() -> types.ClientCapabilities:
-    """pytest-lsp's record of VS Code's capabilities, with ``labelDetailsSupport``, which VS Code has announced
-    since 1.63 (the record predates it)."""
+    """pytest-lsp's record of VS Code's capabilities, with ``labelDetailsSupport`` (announced since 1.63) and
+    notebook synchronization (since 1.72, with vscode-languageclient 8), which the record predates."""
     capabilities = client_capabilities("visual-studio-code")
     capabilities.text_document.completion.completion_item.label_details_support = True  # type: ignore[union-attr]
+    if capabilities.notebook_document is None:
+        capabilities.notebook_document = types.NotebookDocumentClientCapabilities(
+            synchronization=types.NotebookDocumentSyncClientCapabilities(execution_summary_support=True)
+        )
     return capabilities
 
 

@@ -67,10 +67,10 @@ def test_an_added_line_builds_a_new_index(session):
 
 
 def test_a_documents_path_comes_from_its_file_uri_once_decoded():
-    from torchls.session import _path_of
+    from torchls.session import path_of
 
-    assert _path_of("file:///tmp/%E4%B8%AD%E6%96%87/100%25%20%F0%9F%8E%89.py") == "/tmp/中文/100% 🎉.py"
-    assert _path_of("untitled:Untitled-1") is None  # an unsaved buffer: no project to look into
+    assert path_of("file:///tmp/%E4%B8%AD%E6%96%87/100%25%20%F0%9F%8E%89.py") == "/tmp/中文/100% 🎉.py"
+    assert path_of("untitled:Untitled-1") is None  # an unsaved buffer: no project to look into
 
 
 def test_a_version_being_indexed_is_built_once_and_the_second_caller_waits_for_it(session, monkeypatch):

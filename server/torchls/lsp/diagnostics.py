@@ -19,6 +19,7 @@ from torchls import memory
 from torchls.core.findings import Finding
 from torchls.core.text import SourceText, Span
 from torchls.kb.cache import cache_dir
+from torchls.lsp.notebook_cells import notebook_of
 from torchls.lsp.server import TorchLanguageServer
 
 log = logging.getLogger(__name__)
@@ -164,6 +165,10 @@ def clear(ls: TorchLanguageServer, uri: str) -> None:
 
 
 def recheck_all(ls: TorchLanguageServer) -> None:
-    """After a settings change: check every open document again."""
+    """After a settings change: check every open document again (a notebook's cells as their notebook)."""
+    from torchls.lsp import notebooks  # it builds on this module
+
     for uri in list(ls.workspace.text_documents):
-        schedule(ls, uri, 0)
+        if notebook_of(ls.workspace, uri) is None:
+            schedule(ls, uri, 0)
+    notebooks.recheck_all(ls)

@@ -18,7 +18,7 @@ def register(server: TorchLanguageServer) -> None:
         cursor = ls.cursor(params.text_document, params.position)
         if cursor is None:
             return None  # past the end of a line or of the document: nothing is there
-        document, source, position = cursor.document, cursor.source, cursor.position
+        document, position = cursor.document, cursor.position
         result = await hover_at(
             ls.session,
             document.uri,
@@ -30,11 +30,7 @@ def register(server: TorchLanguageServer) -> None:
         )
         if result is None:
             return None
-        hover_range = None
-        if result.span is not None:
-            start = source.units_from_position(result.span.start, ls.encoding)
-            end = source.units_from_position(result.span.end, ls.encoding)
-            hover_range = types.Range(types.Position(*start), types.Position(*end))
+        hover_range = cursor.to_range(result.span, ls.encoding) if result.span is not None else None
         return types.Hover(
             contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=result.markdown),
             range=hover_range,

@@ -15,8 +15,9 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 
 from torchls import __version__
-from torchls.core.text import Encoding, Position, SourceText
+from torchls.core.text import Encoding, Position, SourceText, Span
 from torchls.lsp.guard import Guard
+from torchls.lsp.notebook_cells import CellCursor, notebook_of, program_cursor
 from torchls.session import Session
 
 F = TypeVar("F", bound=Callable)
@@ -29,6 +30,12 @@ class Cursor:
     document: Any  # pygls's TextDocument
     source: SourceText
     position: Position
+
+    def to_range(self, span: Span, encoding: str) -> types.Range | None:
+        """A span of the document as the client's range."""
+        start = self.source.units_from_position(span.start, encoding)  # type: ignore[arg-type]
+        end = self.source.units_from_position(span.end, encoding)  # type: ignore[arg-type]
+        return types.Range(types.Position(*start), types.Position(*end))
 
 
 class EncodedResult:
@@ -71,12 +78,21 @@ class TorchLanguageServer(LanguageServer):
             "torchls",
             __version__,
             text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+            notebook_document_sync=types.NotebookDocumentSyncOptions(
+                notebook_selector=[
+                    types.NotebookDocumentFilterWithCells(
+                        cells=[types.NotebookCellLanguage(language="python")], notebook="jupyter-notebook"
+                    )
+                ],
+                save=True,
+            ),
             protocol_cls=_Protocol,
         )
         self.session: Session | None = None
         self.pending_messages: list[str] = []  # problems found in `initialize`, shown once `initialized`
         self.background_tasks: set[asyncio.Task] = set()  # strong references, so tasks are not collected
         self.diagnostic_tasks: dict[str, asyncio.Task] = {}  # the pending check of each document
+        self.notebook_findings: dict[str, set[str]] = {}  # notebook URI -> its cells that have findings published
         self.converted_lists: dict[int, tuple[list, str]] = {}  # long completion lists, encoded as JSON
         self.active_uri: str | None = None  # the document the latest edit or request was about
         self.example_task: asyncio.Task | None = None  # the knowledge-base example running now, if any
@@ -105,13 +121,19 @@ class TorchLanguageServer(LanguageServer):
         pygls keys its documents by the unquoted URI: ``%E8%AE%AD%E7%BB%83.py`` is stored as ``训练.py``."""
         return self.workspace.text_documents.get(urllib.parse.unquote(uri))
 
-    def cursor(self, text_document: types.TextDocumentIdentifier, position: types.Position) -> Cursor | None:
+    def cursor(
+        self, text_document: types.TextDocumentIdentifier, position: types.Position
+    ) -> Cursor | CellCursor | None:
         """The document and code-point position of a request; None for a document the client has not opened, and
-        past the end of a line or of the document (nothing is there)."""
+        past the end of a line or of the document (nothing is there). In a notebook's cell, the notebook's program
+        and the position in it (:mod:`torchls.lsp.notebook_cells`)."""
         self.active_uri = text_document.uri
         document = self.opened(text_document.uri)
         if document is None:
             return None
+        notebook = notebook_of(self.workspace, text_document.uri)
+        if notebook is not None:
+            return program_cursor(self.workspace, notebook, document, position, self.encoding)
         source = SourceText(document.source)
         if not source.has_position(position.line, position.character, self.encoding):
             return None
@@ -145,6 +167,7 @@ def create_server() -> TorchLanguageServer:
         documents,
         hover,
         lifecycle,
+        notebooks,
         run_example,
         show_card,
         signature_help,
@@ -153,6 +176,17 @@ def create_server() -> TorchLanguageServer:
     serialize_ast_parsing()  # the event loop and the jedi thread both parse Python
 
     server = TorchLanguageServer()
-    for feature in (lifecycle, documents, hover, code_actions, completion, signature_help, run_example, show_card):
+    features = (
+        lifecycle,
+        documents,
+        notebooks,
+        hover,
+        code_actions,
+        completion,
+        signature_help,
+        run_example,
+        show_card,
+    )
+    for feature in features:
         feature.register(server)
     return server
