@@ -32,7 +32,9 @@ def test_a_clean_program_gets_no_finding(program):
     assert not findings, [f"{f.code} line {f.span.start.line + 1}: {f.message}" for f in findings]
 
 
-RECALL_FLOOR = 0.93  # 218 of 230 (95%) after the sixth blind set h_i_ was added (73% on it before tuning, 62% on the checker of the session before)
+# 218 of 230 (95%) after the sixth blind set h_i_ was added (73% on it before tuning, 62% on the checker of the
+# session before)
+RECALL_FLOOR = 0.93
 
 
 def test_every_expected_code_is_a_rule():
