@@ -242,6 +242,11 @@ class ExpressionsMixin(InterpreterBase):
             container = TupleValue(container.children)  # self.blocks[0]: one of the layers
         if isinstance(container, InstanceValue) and container.qualname in _DATASETS and _an_int(index):
             return self._dataset_sample(container, node)  # dataset[i]: one sample, as iterating it gives
+        if isinstance(container, ModuleValue) and container.qualname == "torch.nn.ModuleDict":
+            keys = container.arg("keys")
+            if not isinstance(keys, tuple) or len(keys) != len(container.children):
+                return None
+            container = DictValue(tuple(zip(keys, container.children, strict=True)))  # self.heads["age"]
         if isinstance(container, DictValue):
             if isinstance(index, Literal):
                 return container.get(index.value)
