@@ -9,6 +9,7 @@ the result; a rule reports the problem. One place holds each piece of shape logi
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from torchls.core import symbols
 from torchls.core.values import Dim, Shape, SymDim
@@ -374,16 +375,28 @@ ELLIPSIS = "..."
 PART = "part"  # a slice with bounds: the dim stays, its size is not known
 
 
-def index(shape: Shape, parts: Sequence[str | slice]) -> Shape:
+@dataclass(frozen=True, slots=True)
+class Window:
+    """``x[i : i + length]`` where ``i`` is at least 0 and at most ``last_start``: ``length`` items wherever ``i``
+    lies when the dim holds ``last_start + length`` items or more (else the last windows are shorter: unknown)."""
+
+    last_start: int
+    length: int
+
+    def size(self, dim: Dim) -> Dim:
+        return self.length if isinstance(dim, int) and self.last_start + self.length <= dim else None
+
+
+def index(shape: Shape, parts: Sequence[str | slice | Window]) -> Shape:
     """The shape of ``x[parts]`` for basic indexing; None when a part is not one of the kinds above.
 
     A ``slice`` with int bounds (``x[..., :96]``) gives the size of a dim whose size is known.
     """
     if shape is None or parts.count(ELLIPSIS) > 1:
         return None
-    consumed = sum(1 for p in parts if isinstance(p, slice) or p in (KEEP, DROP, PART))
+    consumed = sum(1 for p in parts if isinstance(p, slice | Window) or p in (KEEP, DROP, PART))
     if consumed > len(shape) or any(
-        not isinstance(p, slice) and p not in (KEEP, DROP, NEW, ELLIPSIS, PART) for p in parts
+        not isinstance(p, slice | Window) and p not in (KEEP, DROP, NEW, ELLIPSIS, PART) for p in parts
     ):
         return None
     if ELLIPSIS in parts:
@@ -398,6 +411,8 @@ def index(shape: Shape, parts: Sequence[str | slice]) -> Shape:
         if isinstance(part, slice):
             size = shape[position]
             out.append(len(range(*part.indices(size))) if isinstance(size, int) else None)
+        elif isinstance(part, Window):
+            out.append(part.size(shape[position]))
         elif part == KEEP:
             out.append(shape[position])
         elif part == PART:

@@ -202,9 +202,19 @@ class Literal:
 
 @dataclass(frozen=True, slots=True)
 class Number:
-    """A Python number whose value is not known, only its kind: the index ``__getitem__`` gets, an ``int`` parameter."""
+    """A Python number whose value is not known, only its kind: the index ``__getitem__`` gets, an ``int`` parameter.
+
+    An int may come with the bounds it is known to lie within (``low <= n <= high``): the variable of
+    ``for i in range(len(x) - k)``, ``i + k`` after it.
+    """
 
     kind: str  # "int" or "float"
+    low: int | None = None
+    high: int | None = None
+
+    @property
+    def bounded(self) -> bool:
+        return self.low is not None and self.high is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -283,6 +293,10 @@ def merge(a: Value, b: Value) -> Value:
         )
     if isinstance(a, ModuleValue | OfClass) and isinstance(b, ModuleValue | OfClass):
         return common_class(a, b)
+    if isinstance(a, Number) and isinstance(b, Number) and a.kind == b.kind:
+        if a.bounded and b.bounded:
+            return Number(a.kind, min(a.low, b.low), max(a.high, b.high))  # type: ignore[type-var]
+        return Number(a.kind)
     return None
 
 

@@ -66,6 +66,9 @@ class InterpreterBase:
         self._unpacked_shapes: set[ast.AST] = set()  # ``b, t, d = x.shape``: the reads that also give the rank
         # A loader's batch size whose last batch is shorter: (batch_size, len(dataset)).
         self._partial_batches: dict[symbols.Sym, tuple[int, int]] = {}
+        # A loader's batch size that is never 1 (every batch, the last one too, has at least two samples): the
+        # smallest batch, with the batch size and the dataset's length.
+        self._batches_never_one: dict[symbols.Sym, tuple[int, int, int]] = {}
         self._unroll_budget = _UNROLL_BUDGET
         self._mode_effects: dict[ast.AST, dict[str, bool | None]] = {}
         # When set, what specialised evaluations found for each node, merged over every call (see core/values_at)
@@ -202,6 +205,7 @@ class InterpreterBase:
         def _tensor_method(self, tensor: TensorValue, method: str, info: CallInfo, offset: int = 0) -> Value: ...
         def _permuted(self, tensor: TensorValue, dims: Sequence[int], node: ast.AST) -> TensorValue: ...
         def _same_shape(self, tensor: TensorValue, qualname: str = "") -> TensorValue: ...
+        def _cumulative(self, tensor: TensorValue, info: CallInfo) -> TensorValue: ...
         def _check_dim(self, node: ast.AST, tensor: TensorValue, dim: Value) -> None: ...
         def _check_dims(
             self, node: ast.AST, tensor: TensorValue, info: CallInfo, position: int, keyword: str

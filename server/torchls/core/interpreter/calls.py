@@ -368,7 +368,9 @@ def _range(args: list[Value]) -> Value:
     if any(n is None for n in numbers):
         return SequenceOf(Number("int"))
     span = range(*numbers)  # type: ignore[arg-type]
-    return TupleValue(tuple(Literal(i) for i in span)) if len(span) <= _UNROLL_ITEMS else SequenceOf(Number("int"))
+    if len(span) <= _UNROLL_ITEMS:
+        return TupleValue(tuple(Literal(i) for i in span))
+    return SequenceOf(Number("int", min(span[0], span[-1]), max(span[0], span[-1])))  # each item within its ends
 
 
 def _zip(args: list[Value]) -> Value:

@@ -105,6 +105,9 @@ class DataPipelinesMixin(InterpreterBase):
             length = self._dataset_length(dataset, node)
             if length is not None and length % batch:
                 self._partial_batches[size_name] = (batch, length)
+            resampled = any(key in ("sampler", "batch_sampler") for key, _ in loader.args)
+            if length is not None and length > 0 and not resampled and (length % batch or batch) > 1:
+                self._batches_never_one[size_name] = (length % batch or batch, batch, length)
             batch = size_name
         on_cpu = (
             isinstance(dataset, InstanceValue) and dataset.arg("on_cpu") is True and not self.default_device_changed

@@ -242,6 +242,11 @@ class ExpressionsMixin(InterpreterBase):
             container = TupleValue(container.children)  # self.blocks[0]: one of the layers
         if isinstance(container, InstanceValue) and container.qualname in _DATASETS and _an_int(index):
             return self._dataset_sample(container, node)  # dataset[i]: one sample, as iterating it gives
+        if isinstance(container, ModuleValue) and container.qualname == "torch.nn.ModuleDict":
+            keys = container.arg("keys")
+            if not isinstance(keys, tuple) or len(keys) != len(container.children):
+                return None
+            container = DictValue(tuple(zip(keys, container.children, strict=True)))  # self.heads["age"]
         if isinstance(container, DictValue):
             if isinstance(index, Literal):
                 return container.get(index.value)
@@ -292,17 +297,38 @@ class ExpressionsMixin(InterpreterBase):
             written = [part is not None for part in (element.lower, element.upper, element.step)]
             if all(b is not None or not w for b, w in zip(bounds, written, strict=True)) and bounds[2] != 0:
                 return slice(*bounds)  # x[..., :96], x[:, 1:-1]: the size follows when the dim's size is known
-            return shapes.PART
+            return self._window(element) or shapes.PART
         if isinstance(element, ast.Constant) and element.value is Ellipsis:
             return shapes.ELLIPSIS
         if isinstance(element, ast.Constant) and element.value is None:
             return shapes.NEW
         value = self.ctx.values.get(element)
-        if _int(value) is not None or value == Number("int"):
+        if _int(value) is not None or (isinstance(value, Number) and value.kind == "int"):
             return shapes.DROP
         if isinstance(value, TensorValue) and value.dtype in INTEGER_DTYPES and value.rank == 1:
             return shapes.PART  # x[idx] with a 1-D index tensor: that dim keeps as many entries as idx has
         return None
+
+    def _window(self, element: ast.Slice) -> shapes.Window | None:
+        """``x[i : i + k]`` with ``i`` an int of known bounds and ``k`` a known int: ``k`` items wherever ``i`` lies,
+        when the dim is long enough for the last start (see ``shapes.Window``)."""
+        lower, upper = element.lower, element.upper
+        if lower is None or element.step is not None or not isinstance(upper, ast.BinOp):
+            return None
+        if not isinstance(upper.op, ast.Add):
+            return None
+        if ast.dump(upper.left) == ast.dump(lower):
+            length = _int(self.ctx.values.get(upper.right))
+        elif ast.dump(upper.right) == ast.dump(lower):
+            length = _int(self.ctx.values.get(upper.left))
+        else:
+            return None
+        start = self.ctx.values.get(lower)
+        if length is None or length < 0 or not isinstance(start, Number) or not start.bounded:
+            return None
+        if start.low < 0:  # type: ignore[operator]
+            return None  # a negative start counts from the end
+        return shapes.Window(start.high, length)  # type: ignore[arg-type]
 
     def _attribute(self, node: ast.Attribute, env: Env) -> Value:
         qualname = self.ctx.qualify(node)
@@ -390,6 +416,12 @@ class ExpressionsMixin(InterpreterBase):
                 return Literal(_PY_OPS[type(op)](left.value, right.value))
             except Exception:
                 return None
+        shifted = _shifted_bounds(left, right, op)
+        if shifted is not None:
+            return shifted
+        unknown_number = _python_number(left, right, op)
+        if unknown_number is not None:
+            return unknown_number
         if isinstance(op, ast.MatMult):
             if isinstance(left, TensorValue) and isinstance(right, TensorValue):
                 shape, problem = shapes.matmul(left.shape, right.shape)
@@ -481,3 +513,41 @@ def _comprehension_names(generator: ast.comprehension) -> set[str]:
     names: set[str] = set()
     target_names(generator.target, names)
     return names
+
+
+def _shifted_bounds(left: Value, right: Value, op: ast.operator) -> Number | None:
+    """``i + k``, ``k + i``, ``i - k`` for an int ``i`` of known bounds and a known int ``k``: the bounds moved."""
+    if not isinstance(op, ast.Add | ast.Sub):
+        return None
+    if isinstance(left, Number) and left.bounded and left.kind == "int":
+        number, other = left, _int(right)
+    elif isinstance(right, Number) and right.bounded and right.kind == "int" and isinstance(op, ast.Add):
+        number, other = right, _int(left)
+    else:
+        return None
+    if other is None or (isinstance(right, Literal) and isinstance(right.value, bool)):
+        return None
+    shift = other if isinstance(op, ast.Add) else -other
+    return Number("int", number.low + shift, number.high + shift)  # type: ignore[operator]
+
+
+def _number_kind(value: Value) -> str | None:
+    """``"int"`` or ``"float"`` for a Python number, known or not; None for anything else."""
+    if isinstance(value, Number):
+        return value.kind
+    if isinstance(value, Literal) and isinstance(value.value, int | float):
+        return "float" if isinstance(value.value, float) else "int"
+    return None
+
+
+def _python_number(left: Value, right: Value, op: ast.operator) -> Number | None:
+    """Arithmetic on Python numbers where one is not known (``2 * math.pi``, ``n // 2``): a number of the kind
+    Python gives (``/`` and a float make a float); its value stays unknown."""
+    kinds = (_number_kind(left), _number_kind(right))
+    if None in kinds or not (isinstance(left, Number) or isinstance(right, Number)):
+        return None
+    if isinstance(op, ast.Add | ast.Sub | ast.Mult | ast.FloorDiv | ast.Mod):
+        return Number("float" if "float" in kinds else "int")
+    if isinstance(op, ast.Div):
+        return Number("float")
+    return None  # int ** int is a float for a negative exponent

@@ -81,4 +81,7 @@ def _known_items(iterable: Value) -> tuple[Value, ...] | None:
         return tuple(Literal(k) for k, _ in iterable.items)  # iterating a dict gives its keys
     if isinstance(iterable, ModuleValue) and iterable.children and iterable.qualname in _LAYER_CONTAINERS:
         return iterable.children
+    if isinstance(iterable, ModuleValue) and iterable.qualname == "torch.nn.ModuleDict":
+        keys = iterable.arg("keys")
+        return tuple(Literal(k) for k in keys) if isinstance(keys, tuple) else None  # iterating gives the keys
     return None

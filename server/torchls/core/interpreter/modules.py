@@ -58,6 +58,20 @@ class ModulesMixin(InterpreterBase):
             return ModuleValue(
                 qualname, children=children, origin=Origin(node, "在这里定义了 `ModuleList`"), training=True
             )
+        if short == "ModuleDict":
+            given = info.arg(0, "modules")
+            known = (
+                isinstance(given, DictValue)
+                and all(isinstance(k, str) and isinstance(v, ModuleValue) for k, v in given.items)
+                and not info.starred
+            )
+            return ModuleValue(
+                qualname,
+                (("keys", tuple(k for k, _ in given.items)),) if known else (),  # type: ignore[union-attr]
+                children=tuple(v for _, v in given.items) if known else (),  # type: ignore[union-attr]
+                origin=Origin(node, "在这里定义了 `ModuleDict`"),
+                training=True,
+            )
         names = LAYER_PARAMETERS.get(short, ())
         args: list[tuple[str, Any]] = []
         for index, value in enumerate(info.args):
@@ -69,6 +83,12 @@ class ModulesMixin(InterpreterBase):
 
     def _module_method(self, module: ModuleValue, info: CallInfo, env: Env) -> Value:
         method = info.method
+        entries = _dict_entries(module)
+        if entries is not None and method in ("items", "keys", "values") and not info.args:
+            # layers.items(): the ModuleDict's (key, layer) pairs in insertion order
+            if method == "items":
+                return TupleValue(tuple(TupleValue((Literal(k), v)) for k, v in entries))
+            return TupleValue(tuple(Literal(k) if method == "keys" else v for k, v in entries))
         if method in ("to", "cuda", "cpu"):
             device = CUDA if method == "cuda" else CPU if method == "cpu" else None
             if method == "to":
@@ -200,3 +220,13 @@ class ModulesMixin(InterpreterBase):
             # an elementwise layer's / a pool's result on a contiguous input, which keeps the input's layout
             result = result.with_(contiguous=True, **layers.fresh_strides(result.dims))
         return result
+
+
+def _dict_entries(module: Value) -> tuple[tuple[str, ModuleValue | None], ...] | None:
+    """The (key, layer) pairs of an ``nn.ModuleDict`` built from a dict the code spells out; None otherwise."""
+    if not isinstance(module, ModuleValue) or module.qualname != "torch.nn.ModuleDict":
+        return None
+    keys = module.arg("keys")
+    if not isinstance(keys, tuple) or len(keys) != len(module.children):
+        return None
+    return tuple(zip(keys, module.children, strict=True))

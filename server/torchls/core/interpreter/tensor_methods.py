@@ -18,6 +18,7 @@ from torchls.core.interpreter.numpy_arrays import array
 from torchls.core.interpreter.torch_functions import _differenced
 from torchls.core.interpreter.torch_tables import (
     ARG_REDUCTIONS,
+    CUMULATIVE,
     DIM_ARGUMENTS,
     FLOATING_ELEMENTWISE,
     REDUCTIONS,
@@ -135,6 +136,10 @@ class TensorMethodsMixin(InterpreterBase):
                 op = shapes.squeeze if method == "squeeze" else shapes.unsqueeze
                 shape, problem = op(tensor.shape, dim)
                 self._problem(node, "dim", problem)
+                if method == "squeeze" and not problem and shape is None:
+                    kept = self._squeezed_batch(tensor, dim, node)
+                    if kept is not None:
+                        return kept
             return self._reshaped(tensor, shape)
         if method == "flatten":
             start = _int(info.arg(0, "start_dim")) if (args or "start_dim" in info.kwargs) else 0
@@ -173,6 +178,23 @@ class TensorMethodsMixin(InterpreterBase):
             else:
                 changes.update(is_leaf=False)
             return tensor.with_(**changes)
+        if method in ("bincount", "masked_select"):
+            # one count per value / the entries a mask picks: one dim, its length read from the data
+            weighted = method == "bincount" and (len(args) >= 1 or info.has_keyword("weights"))
+            return TensorValue(
+                shape=(None,),
+                dtype=None
+                if weighted or info.unknown_keywords
+                else "torch.int64"
+                if method == "bincount"
+                else tensor.dtype,
+                device=tensor.device,
+                is_leaf=False,
+            )
+        if method == "repeat_interleave":
+            return self._interleaved(tensor, info)
+        if method in CUMULATIVE:
+            return self._cumulative(tensor, info)
         if method in SAME_SHAPE_METHODS:
             keep_leaf = method.endswith("_")
             return TensorValue(
@@ -324,6 +346,23 @@ class TensorMethodsMixin(InterpreterBase):
             origin=Origin(node, "在这里交换了维度（结果在内存中不连续）"),
         )
 
+    def _squeezed_batch(self, tensor: TensorValue, dim: int, node: ast.AST) -> TensorValue | None:
+        """``labels.squeeze(0)`` where dim 0 is a loader's batch that is never 1: nothing is removed (a problem
+        of kind ``squeeze``, TL106's); None where that dim may be 1."""
+        dims = tensor.dims
+        index = shapes.normalize_dim(dim, len(dims)) if dims is not None else None
+        size = dims[index] if dims is not None and index is not None else None
+        if not isinstance(size, symbols.Sym) or size not in self._batches_never_one:
+            return None
+        smallest, batch, length = self._batches_never_one[size]
+        self._problem(
+            node,
+            "squeeze",
+            f"第 {dim} 维是 DataLoader 的批次维：数据集有 {length} 个样本、`batch_size={batch}`，"
+            f"每批至少 {smallest} 个，不是 1：`squeeze({dim})` 不会改变形状 {shapes.fmt(tensor.shape)}",
+        )
+        return tensor.with_(is_leaf=False)
+
     def _reshaped(self, tensor: TensorValue, shape: Any) -> TensorValue:
         strides = shapes.contiguous_strides(shape) if shapes.known(shape) and tensor.contiguous else None
         return tensor.with_(
@@ -335,6 +374,43 @@ class TensorMethodsMixin(InterpreterBase):
             shape=tensor.dims,
             tail=tensor.tail,
             dtype=_elementwise_dtype(qualname.rsplit(".", 1)[-1], tensor.dtype),
+            device=tensor.device,
+            requires_grad=tensor.requires_grad,
+            is_leaf=False,
+        )
+
+    def _interleaved(self, tensor: TensorValue, info: CallInfo) -> TensorValue:
+        """``x.repeat_interleave(n)``: each entry ``n`` times, flattened (along ``dim`` when given: that dim ``n``
+        times as long); a tensor of repeats gives a length read from the data."""
+        repeats = _int(info.arg(0, "repeats"))
+        dim = info.arg(1, "dim")
+        shape: Any = None
+        flattened = dim is None or (isinstance(dim, Literal) and dim.value is None)
+        if info.unknown_keywords or (not flattened and _int(dim) is None):
+            shape = None
+        elif flattened:
+            count = shapes.numel(tensor.shape) if tensor.shape is not None else None
+            shape = (count * repeats if count is not None and repeats is not None and repeats >= 0 else None,)
+        elif tensor.shape is not None:
+            at = shapes.normalize_dim(_int(dim), len(tensor.shape))  # type: ignore[arg-type]
+            if at is not None:
+                size = tensor.dims[at]  # type: ignore[index]
+                grown = size * repeats if isinstance(size, int) and repeats is not None and repeats >= 0 else None
+                shape = (*tensor.dims[:at], grown, *tensor.dims[at + 1 :])  # type: ignore[index]
+        return TensorValue(shape=shape, dtype=tensor.dtype, device=tensor.device, is_leaf=False)
+
+    def _cumulative(self, tensor: TensorValue, info: CallInfo) -> TensorValue:
+        """``x.cumsum(0)``, ``torch.cumprod(x, dim=1)``: a tensor of the input's shape (int64 from an integer or bool
+        input; a ``dtype=`` keyword's dtype is not followed, so then the dtype is unknown)."""
+        dtype = tensor.dtype
+        if info.has_keyword("dtype") or info.unknown_keywords:
+            dtype = None
+        elif dtype in INTEGER_DTYPES or dtype == "torch.bool":
+            dtype = "torch.int64"
+        return TensorValue(
+            shape=tensor.dims,
+            tail=tensor.tail,
+            dtype=dtype,
             device=tensor.device,
             requires_grad=tensor.requires_grad,
             is_leaf=False,

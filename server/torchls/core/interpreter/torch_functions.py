@@ -18,6 +18,7 @@ from torchls.core.interpreter.base import Env, InterpreterBase
 from torchls.core.interpreter.known_values import _dims, _int, _literal
 from torchls.core.interpreter.numpy_arrays import array_shape, is_array
 from torchls.core.interpreter.torch_tables import (
+    CUMULATIVE,
     DIM_ARGUMENTS,
     FUNCTIONAL_DIM_ARGUMENTS,
     LAYER_PARAMETERS,
@@ -195,6 +196,8 @@ class TorchFunctionsMixin(InterpreterBase):
             )
         if qualname in SAME_SHAPE_FUNCTIONS:
             return self._same_shape(receiver, qualname)
+        if qualname == f"torch.{short}" and short in CUMULATIVE:
+            return self._cumulative(receiver, info)
         if qualname in ("torch.cat", "torch.concat", "torch.concatenate", "torch.stack"):
             return self._join(short, info)
         if qualname in ("torch.matmul", "torch.mm", "torch.bmm"):
@@ -220,6 +223,9 @@ class TorchFunctionsMixin(InterpreterBase):
             "t",
             "max",
             "min",
+            "bincount",
+            "masked_select",
+            "repeat_interleave",
         ):
             # torch.flatten(x, 1) is x.flatten(1): the same semantics with the tensor as first argument.
             shifted = CallInfo(node, method=short, receiver=receiver, args=info.args[1:], kwargs=info.kwargs)

@@ -90,6 +90,9 @@ SAME_SHAPE_METHODS = (
     )
     | FLOATING_ELEMENTWISE
 )
+# Running reductions along a dim (``x.cumsum(dim=0)``): the input's shape; integer and bool inputs give int64
+# (cumsum, cumprod), and a ``dtype=`` keyword gives that dtype.
+CUMULATIVE = frozenset("cumsum cumprod logcumsumexp".split())
 INPLACE_METHODS = frozenset(
     "add_ sub_ mul_ div_ pow_ zero_ fill_ normal_ uniform_ masked_fill_ clamp_ clip_ abs_ relu_ neg_ exp_ sqrt_ "
     "tanh_ sigmoid_ copy_ addcmul_ addcdiv_ mul_ index_fill_ scatter_ scatter_add_ exponential_ random_ "

@@ -5,6 +5,7 @@ import ast
 from torchls.core import shapes
 from torchls.core.findings import Severity
 from torchls.core.rules.base import Context, Rule
+from torchls.core.rules.shape.common import recorded_problem
 from torchls.core.values import Literal
 
 
@@ -41,6 +42,10 @@ class SqueezeNonSingletonDim(Rule):
             tensor = ctx.tensor(call.arg_node(0, "input"))
             dim = call.arg(1, "dim")
         else:
+            return
+        batch_problem = recorded_problem(node, ctx, "squeeze")  # the dim is a loader's batch that is never 1
+        if batch_problem is not None:
+            ctx.report(node, batch_problem, related=ctx.related(tensor.origin) if tensor is not None else ())
             return
         if tensor is None or tensor.shape is None or not isinstance(dim, Literal) or not isinstance(dim.value, int):
             return
