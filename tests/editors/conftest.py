@@ -25,6 +25,44 @@ labels = torch.randint(0, 10, (8,))
 print(loss.item())
 """
 
+# A notebook: imports, a model, a markdown cell, then a cell that uses the model (a softmax into CrossEntropyLoss)
+NOTEBOOK_CELLS = [
+    ("code", "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F"),
+    (
+        "code",
+        "class Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.head = nn.Linear(16, 4)\n\n    def forward(self, x):\n        return self.head(x)\n\n\n"
+        "model = Net()",
+    ),
+    ("markdown", "## 训练 🚀"),
+    (
+        "code",
+        "x = torch.randn(8, 16)\n"
+        '说明 = "概率 🎲"; loss = nn.CrossEntropyLoss()(F.softmax(model(x), dim=1), torch.randint(0, 4, (8,)))\n'
+        "model.head.weight",
+    ),
+]
+
+
+def notebook_json(cells: list[tuple[str, str]]) -> str:
+    """An nbformat 4 notebook of ``cells`` (kind, source), as Jupyter writes it."""
+    import json
+
+    return json.dumps(
+        {
+            "cells": [
+                {"cell_type": kind, "metadata": {}, "source": source.splitlines(keepends=True)}
+                | ({"execution_count": None, "outputs": []} if kind == "code" else {})
+                for kind, source in cells
+            ],
+            "metadata": {"language_info": {"name": "python"}},
+            "nbformat": 4,
+            "nbformat_minor": 5,
+        },
+        ensure_ascii=False,
+        indent=1,
+    )
+
 
 @pytest.fixture(scope="session")
 def artifacts() -> Path:

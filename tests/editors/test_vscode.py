@@ -25,7 +25,7 @@ from urllib.parse import quote
 
 import pytest
 
-from .conftest import ROOT, SAMPLE
+from .conftest import NOTEBOOK_CELLS, ROOT, SAMPLE, notebook_json
 
 CODE_SERVER_VERSION = "4.100.3"  # the last one that runs on Node.js 20
 DRIVER = Path(__file__).with_name("vscode")
@@ -87,6 +87,7 @@ def _workspace(root: Path, data: Path, interpreter: str) -> Path:
     workspace = root / "ws"
     (workspace / ".vscode").mkdir(parents=True)
     (workspace / "训练.py").write_text(SAMPLE, encoding="utf-8")
+    (workspace / "实验.ipynb").write_text(notebook_json(NOTEBOOK_CELLS), encoding="utf-8")
     workspace_settings = {"torchls.interpreter": interpreter, "torchls.runExample.device": "cpu"}
     (workspace / ".vscode" / "settings.json").write_text(json.dumps(workspace_settings), encoding="utf-8")
     user_settings = {
@@ -236,7 +237,7 @@ def _drive_vscode(
             "chromium": str(chromium),
             "shots": str(shots),
             "result": str(root / "result.json"),
-            "file": "训练.py",
+            "file": config.get("file", "训练.py"),
             "failureShot": f"{prefix}-failure".removeprefix("vscode-"),  # the driver names it vscode-<this>.png
             "timeoutMs": 120_000,
             **config,
@@ -390,3 +391,30 @@ def test_vscode_says_what_to_install_when_torchls_is_missing(artifacts):
     assert result["clipboard"] == install, result["clipboard"]
 
     assert sizes.get("first-run", 0) > 10_000, sizes
+
+
+def test_vscode_notebook_cells_are_one_program(artifacts):
+    """A Jupyter notebook opened in VS Code's own notebook editor (the built-in ipynb support, no kernel): TL301 of
+    the last cell in the Problems panel, and a hover on ``model.head`` in that cell, whose model another cell
+    defines. Screenshots: ``vscode-nb-1-problems.png``, ``vscode-nb-2-hover.png``."""
+    config = {
+        "scenario": "notebook",
+        "file": "实验.ipynb",
+        "hover": {"needle": "model.head.weight", "offset": len("model.h"), "expect": "torch.nn.Linear"},
+        "problemCode": "TL301",
+    }
+    result, _, sizes = _drive_vscode(
+        artifacts, "vscode-notebook", interpreter=lambda root: sys.executable, config=config, logs={}
+    )
+    assert result["ok"], {key: result.get(key) for key in ("error", "steps", "console")}
+    [problem] = [row for row in result["problems"] if "TL301" in row]
+    assert "softmax" in problem and "torchls" in problem, result["problems"]
+    # In the cell's own lines, counted in UTF-16 after the Chinese text and the emoji (VS Code counts from 1).
+    cell_lines = NOTEBOOK_CELLS[3][1].splitlines()
+    position = re.search(r"\[Ln (\d+), Col (\d+)\]", problem)
+    assert position, problem
+    expected = (2, _utf16_column(cell_lines[1], "CrossEntropyLoss") + 1)  # the callee's name
+    assert (int(position.group(1)), int(position.group(2))) == expected, problem
+    assert "torch.nn.Linear" in result["hover"], result["hover"]
+    for name in ("nb-1-problems", "nb-2-hover"):
+        assert sizes.get(name, 0) > 10_000, (name, sizes)

@@ -91,8 +91,9 @@ async def test_a_finding_lands_in_its_cell_with_related_places_and_a_fix(client:
     )
     [diagnostic] = await _findings(client, cells[3], 1)
     assert diagnostic.code == "TL301"
-    start = utf16_position(TRAIN, "loss = nn", "nn.CrossEntropyLoss()", offset=0)
-    assert diagnostic.range.start.line == start.line == 2  # the cell's own line: after the masked magic
+    # In the cell's own lines (after the masked magic), in UTF-16 after the Chinese text and the emoji
+    assert diagnostic.range.start == utf16_position(TRAIN, "loss = nn", "CrossEntropyLoss", offset=0)
+    assert diagnostic.range.start.line == 2
     [related] = diagnostic.related_information
     assert related.location.uri == cells[3]
     assert related.location.range.start == utf16_position(TRAIN, "loss = nn", "F.softmax", offset=0)

@@ -100,6 +100,8 @@ async function start(): Promise<void> {
     documentSelector: [
       { language: "python", scheme: "file" },
       { language: "python", scheme: "untitled" },
+      // The Python cells of Jupyter notebooks: the server reads a notebook's cells as one program.
+      { language: "python", notebook: "jupyter-notebook" },
     ],
     synchronize: { configurationSection: SECTION },
     initializationOptions: serverSettings(),

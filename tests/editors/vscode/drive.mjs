@@ -10,6 +10,8 @@
 //   notification, show the extension's output channel from the command palette, type in the editor, wait and count
 //   the messages (a server restarting in a loop would repeat them), then press the notification's button that
 //   copies the install command.
+// - "notebook" (file, hover, problemCode): open a Jupyter notebook with Quick Open, read the Problems panel (the
+//   finding of one cell), then hover a name in one cell that another cell defined.
 // Every step's outcome goes to the result file, which the test reads; screenshots go to `shots`.
 import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
@@ -20,7 +22,7 @@ const config = JSON.parse(readFileSync(process.argv[2], "utf8"));
 const timeout = config.timeoutMs ?? 120000;
 const out = { ok: false, steps: [], console: [] };
 
-const EDITOR_LINES = ".part.editor .monaco-editor .view-lines";
+let EDITOR_LINES = ".part.editor .monaco-editor .view-lines"; // the notebook scenario reads its cells' editors
 const PANEL = ".part.panel";
 
 async function step(name, fn) {
@@ -397,7 +399,40 @@ async function missingTorchls(page) {
   });
 }
 
-const SCENARIOS = { features, "missing-torchls": missingTorchls };
+async function notebook(page) {
+  EDITOR_LINES = ".cell-editor-container .monaco-editor .view-lines"; // every code cell is an editor of its own
+  await openFile(page, config.hover.needle);
+
+  out.problems = await step("notebook problems", async () => {
+    const markers = page.locator(`${PANEL} .markers-panel`);
+    const row = page.locator(`${PANEL} .markers-panel .monaco-list-row`, { hasText: config.problemCode });
+    await until("the notebook's problem in the Problems panel", async () => {
+      if (!(await markers.isVisible())) {
+        await page.keyboard.press("Control+Shift+M");
+      }
+      return row.first().isVisible();
+    });
+    await shot(page, "nb-1-problems");
+    return page.locator(`${PANEL} .markers-panel .monaco-list-row`).allInnerTexts();
+  });
+
+  out.hover = await step("notebook hover", async () => {
+    // The Problems panel covers the last cell: hide the panel (Ctrl+J toggles it) before pointing at the cell.
+    await until("the panel hidden", async () => {
+      if (await page.locator(PANEL).isVisible()) {
+        await page.keyboard.press("Control+J");
+        await page.waitForTimeout(300);
+      }
+      return !(await page.locator(PANEL).isVisible());
+    }, 10000);
+    // The name is defined in another cell: only the notebook's program knows what it is.
+    const card = await hoverCard(page);
+    await shot(page, "nb-2-hover");
+    return card.innerText();
+  });
+}
+
+const SCENARIOS = { features, "missing-torchls": missingTorchls, notebook };
 
 const browser = await chromium.launch({
   executablePath: config.chromium,
