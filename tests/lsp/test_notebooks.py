@@ -150,3 +150,72 @@ async def test_an_edit_moves_and_clears_findings_cell_by_cell(client: LanguageCl
         )
     )
     await wait_for(lambda: not any(client.diagnostics.get(c) for c in cells), message="cells not cleared")
+
+
+def _structure(client: LanguageClient, uri: str, version: int, start: int, delete: int, new: list[tuple[str, str]]):
+    """Insert cells ``new`` (URI, source) at ``start`` after deleting ``delete`` cells, as VS Code sends it."""
+    client.notebook_document_did_change(
+        types.DidChangeNotebookDocumentParams(
+            notebook_document=types.VersionedNotebookDocumentIdentifier(uri=uri, version=version),
+            change=types.NotebookDocumentChangeEvent(
+                cells=types.NotebookDocumentCellChanges(
+                    structure=types.NotebookDocumentCellChangeStructure(
+                        array=types.NotebookCellArrayChange(
+                            start=start,
+                            delete_count=delete,
+                            cells=[types.NotebookCell(kind=types.NotebookCellKind.Code, document=c) for c, _ in new],
+                        ),
+                        did_open=[
+                            types.TextDocumentItem(uri=c, language_id="python", version=1, text=s) for c, s in new
+                        ],
+                    )
+                )
+            ),
+        )
+    )
+
+
+async def test_the_cause_in_an_earlier_cell_and_cell_insertions_and_deletions(client: LanguageClient):
+    probabilities = '说明 = "概率 🎲"; probs = F.softmax(torch.randn(4, 3), dim=1)'
+    loss = "loss = nn.CrossEntropyLoss()(probs, torch.tensor([0, 1, 2, 0]))"
+    uri, cells = _open(client, "cells.ipynb", [("code", IMPORTS), ("code", probabilities), ("code", loss)])
+    [diagnostic] = await _findings(client, cells[2], 1)
+    [related] = diagnostic.related_information
+    assert related.location.uri == cells[1]  # the softmax was made in the cell before
+    assert related.location.range.start == utf16_position(probabilities, "probs =", "F.softmax", offset=0)
+
+    # A cell inserted between them rebinds probs to logits: the finding goes; deleting that cell brings it back.
+    inserted = f"{cells[1]}-inserted"
+    _structure(client, uri, 2, 2, 0, [(inserted, "probs = torch.randn(4, 3)  # logits again")])
+    await _findings(client, cells[2], 0)
+    client.notebook_document_did_change(
+        types.DidChangeNotebookDocumentParams(
+            notebook_document=types.VersionedNotebookDocumentIdentifier(uri=uri, version=3),
+            change=types.NotebookDocumentChangeEvent(
+                cells=types.NotebookDocumentCellChanges(
+                    structure=types.NotebookDocumentCellChangeStructure(
+                        array=types.NotebookCellArrayChange(start=2, delete_count=1),
+                        did_close=[types.TextDocumentIdentifier(inserted)],
+                    )
+                )
+            ),
+        )
+    )
+    [again] = await _findings(client, cells[2], 1)
+    assert again.code == "TL301"
+
+
+async def test_completion_and_signature_help_in_a_cell_read_the_imports_of_another(client: LanguageClient):
+    typing = "layer = nn.Lin"
+    uri, cells = _open(client, "complete.ipynb", [("code", IMPORTS), ("markdown", MARKDOWN), ("code", typing)])
+    result = await client.text_document_completion_async(
+        types.CompletionParams(types.TextDocumentIdentifier(cells[2]), types.Position(0, len(typing)))
+    )
+    labels = [item.label for item in (result.items if isinstance(result, types.CompletionList) else result or [])]
+    assert "Linear" in labels, labels[:20]
+    calling = "layer = nn.Linear("
+    _structure(client, uri, 2, 3, 0, [(f"{cells[2]}-call", calling)])
+    help_ = await client.text_document_signature_help_async(
+        types.SignatureHelpParams(types.TextDocumentIdentifier(f"{cells[2]}-call"), types.Position(0, len(calling)))
+    )
+    assert help_ is not None and "in_features" in help_.signatures[0].label, help_

@@ -120,7 +120,16 @@ class _Origin:
 class NotebookProgram:
     """The program of a notebook's code cells and the map between its positions and the cells'."""
 
-    __slots__ = ("_first_line", "_origins", "cells", "masked_lines", "syntax_errors", "text")
+    __slots__ = (
+        "_first_line",
+        "_origins",
+        "cells",
+        "magic_lines",
+        "masked_lines",
+        "syntax_errors",
+        "text",
+        "typed_text",
+    )
 
     def __init__(
         self,
@@ -129,9 +138,15 @@ class NotebookProgram:
         origins: list[_Origin],
         masked: frozenset[int],
         errors: tuple[CellSyntaxError, ...],
+        typed: list[str] | None = None,
+        magic: frozenset[int] = frozenset(),
     ) -> None:
         self.cells = cells
+        self.magic_lines = magic  # the masked lines that hold IPython syntax (the others hold a repaired error)
         self.text = "\n".join(lines)
+        # The same lines before each cell's syntax errors were repaired (IPython syntax still masked): what the
+        # editor's features read tokens from, as they do from a file being typed (``nn.Linear(`` unclosed).
+        self.typed_text = "\n".join(typed) if typed is not None else self.text
         self.masked_lines = masked  # program lines that hold IPython syntax or a repaired syntax error
         self.syntax_errors = errors
         self._origins = origins
@@ -161,10 +176,11 @@ class NotebookProgram:
             column = max(origin.indent, column - origin.shift)
         return Position(line, column)
 
-    def is_masked(self, cell: int, line: int) -> bool:
-        """True when line ``line`` of cell ``cell`` is not analysed (IPython syntax, a repaired error)."""
+    def is_masked(self, cell: int, line: int, magic_only: bool = False) -> bool:
+        """True when line ``line`` of cell ``cell`` is not analysed (IPython syntax, a repaired error; with
+        ``magic_only``, IPython syntax only)."""
         where = self.program_position(cell, Position(line, 0))
-        return where is None or where.line in self.masked_lines
+        return where is None or where.line in (self.magic_lines if magic_only else self.masked_lines)
 
     def cell_span(self, span: Span) -> CellSpan | None:
         """A program span in its cell; a span that runs into the next cell ends at the end of its own cell."""
@@ -249,8 +265,10 @@ def build_program(cells: Sequence[Cell]) -> NotebookProgram:
     """The program of ``cells``' code cells, with IPython syntax masked (see the module docstring)."""
     cells = tuple(cells)
     lines: list[str] = []
+    typed: list[str] = []
     origins: list[_Origin] = []
     masked: set[int] = set()
+    magic: set[int] = set()
     errors = []
     for index, cell in enumerate(cells):
         if cell.kind != CODE:
@@ -262,11 +280,13 @@ def build_program(cells: Sequence[Cell]) -> NotebookProgram:
             errors.append(CellSyntaxError(index, int(line) - 1 if line.isdigit() else 0, message))
         first = len(lines)
         lines.extend(repaired)
+        typed.extend(cell_lines if len(cell_lines) == len(repaired) else repaired)
         for number in range(len(repaired)):
             indent, shift = shifts.get(number, (0, 0))
             origins.append(_Origin(index, number, indent, shift))
         masked.update(first + number for number in cell_masked | blanked)
-    return NotebookProgram(cells, lines, origins, frozenset(masked), tuple(errors))
+        magic.update(first + number for number in cell_masked)
+    return NotebookProgram(cells, lines, origins, frozenset(masked), tuple(errors), typed, frozenset(magic))
 
 
 def mask_ipython(lines: Sequence[str]) -> tuple[list[str], set[int], dict[int, tuple[int, int]]]:

@@ -24,7 +24,8 @@ _KINDS = {types.NotebookCellKind.Code: CODE, types.NotebookCellKind.Markup: "mar
 
 @dataclass(frozen=True, slots=True)
 class ProgramDocument:
-    """What features read of a notebook: the program of its code cells, under the notebook's URI and version."""
+    """What features read of a notebook: the program of its code cells as typed (IPython syntax masked, syntax
+    errors left for the features' own tolerant parsing), under the notebook's URI and version."""
 
     uri: str
     path: str | None
@@ -49,7 +50,7 @@ class NotebookState:
         return None
 
     def document(self) -> ProgramDocument:
-        return ProgramDocument(self.uri, path_of(self.uri), self.program.text, self.version)
+        return ProgramDocument(self.uri, path_of(self.uri), self.program.typed_text, self.version)
 
 
 def notebook_of(workspace: Any, cell_uri: str) -> Any | None:
@@ -105,9 +106,10 @@ def program_cursor(
     if cell is None:
         return None
     in_cell = cell_source.position_from_units(position.line, position.character, encoding)  # type: ignore[arg-type]
-    if state.program.is_masked(cell, in_cell.line):
+    if state.program.is_masked(cell, in_cell.line, magic_only=True):
         return None
     in_program = state.program.program_position(cell, in_cell)
     if in_program is None:
         return None
-    return CellCursor(state.document(), SourceText(state.program.text), in_program, state, cell, cell_source)
+    document = state.document()
+    return CellCursor(document, SourceText(document.source), in_program, state, cell, cell_source)

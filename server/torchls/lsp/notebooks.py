@@ -3,8 +3,9 @@
 pygls keeps the notebook and its cells' text in the workspace (its own handlers run before these). On open and save
 the notebook is checked at once, on a change after the usual debounce; the check runs in the checking process like
 a file's, on the program of :mod:`torchls.lsp.notebook_cells`. Findings are published per cell URI, with related
-locations in whichever cell they are and the quick fix when all its edits fall in the finding's cell. A cell that
-had findings and has none now (fixed, or deleted from the notebook) is cleared.
+locations in whichever cell they are and the quick fix when all its edits fall in the finding's cell. Only cells
+whose findings or text changed are published again; a cell that had findings and has none now (fixed, or deleted
+from the notebook) is cleared.
 """
 
 from __future__ import annotations
@@ -67,12 +68,32 @@ async def _check_and_publish(ls: TorchLanguageServer, notebook_uri: str, delay: 
         located = state.program.locate(finding)
         if located is not None:
             by_cell[state.cell_uris[located.where.cell]].append(_cell_diagnostic(ls, state, sources, located))
-    stale = ls.notebook_findings.get(notebook_uri, set()) - by_cell.keys()
-    for uri in stale:
-        ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+    _publish(ls, notebook_uri, by_cell)
+
+
+def _publish(ls: TorchLanguageServer, notebook_uri: str, by_cell: dict[str, list[types.Diagnostic]]) -> None:
+    """Publish the cells whose findings or text changed since the last check (a keystroke in one cell of a
+    50-cell notebook sends one message, not fifty), with each cell's document version; clear cells that are gone."""
+    before = ls.notebook_findings.get(notebook_uri, {})
+    now: dict[str, tuple] = {}
     for uri, diagnostics in by_cell.items():
-        ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics))
-    ls.notebook_findings[notebook_uri] = {uri for uri, diagnostics in by_cell.items() if diagnostics}
+        document = ls.opened(uri)
+        version = document.version if document is not None else None
+        now[uri] = (version, _fingerprint(diagnostics))
+        if before.get(uri) != now[uri] and (diagnostics or uri in before):
+            ls.text_document_publish_diagnostics(
+                types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics, version=version)
+            )
+    for uri in before.keys() - now.keys():
+        ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+    ls.notebook_findings[notebook_uri] = now
+
+
+def _fingerprint(diagnostics: list[types.Diagnostic]) -> tuple:
+    return tuple(
+        (d.code, d.message, d.range.start.line, d.range.start.character, d.range.end.line, d.range.end.character)
+        for d in diagnostics
+    )
 
 
 def _cell_diagnostic(
@@ -102,7 +123,7 @@ def _clear(ls: TorchLanguageServer, notebook_uri: str, cell_uris: list[str]) -> 
     pending = ls.diagnostic_tasks.pop(f"notebook:{notebook_uri}", None)
     if pending is not None:
         pending.cancel()
-    for uri in {*cell_uris, *ls.notebook_findings.pop(notebook_uri, set())}:
+    for uri in {*cell_uris, *ls.notebook_findings.pop(notebook_uri, {})}:
         ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
 

@@ -92,7 +92,8 @@ class TorchLanguageServer(LanguageServer):
         self.pending_messages: list[str] = []  # problems found in `initialize`, shown once `initialized`
         self.background_tasks: set[asyncio.Task] = set()  # strong references, so tasks are not collected
         self.diagnostic_tasks: dict[str, asyncio.Task] = {}  # the pending check of each document
-        self.notebook_findings: dict[str, set[str]] = {}  # notebook URI -> its cells that have findings published
+        # notebook URI -> cell URI -> (version, findings) last published for it (see lsp/notebooks.py)
+        self.notebook_findings: dict[str, dict[str, tuple]] = {}
         self.converted_lists: dict[int, tuple[list, str]] = {}  # long completion lists, encoded as JSON
         self.active_uri: str | None = None  # the document the latest edit or request was about
         self.example_task: asyncio.Task | None = None  # the knowledge-base example running now, if any
