@@ -14,6 +14,7 @@ For scale (measured on this project's machines): TorchFix 0.7 checks timm's 141k
 from __future__ import annotations
 
 import argparse
+import ast
 import asyncio
 import statistics
 import sys
@@ -39,8 +40,9 @@ def throughput(corpus: Path, jobs_list: list[int]) -> None:
         print(f"  jobs={jobs}: {elapsed:6.1f} s  {lines / elapsed:9,.0f} lines/s  ({findings} findings)")
 
 
-def thousand_line_file(corpus: Path) -> tuple[Path, str]:
-    """A real file cut to its first 1,000 lines at a top-level statement, so it still parses."""
+def thousand_line_file(corpus: Path, min_statements: int = 0) -> tuple[Path, str]:
+    """A real file cut to its first 1,000 lines at a top-level statement, so it still parses; with
+    ``min_statements``, the nearest one that has that many top-level statements (cells for notebook_bench.py)."""
     candidates = sorted(corpus.rglob("*.py"), key=lambda p: abs(p.read_bytes().count(b"\n") - 1100))
     for path in candidates:
         lines = path.read_text(encoding="utf-8").splitlines()
@@ -51,8 +53,10 @@ def thousand_line_file(corpus: Path) -> tuple[Path, str]:
             cut += 1
         text = "\n".join(lines[:cut]) + "\n"
         try:
-            compile(text, str(path), "exec")
+            tree = compile(text, str(path), "exec", flags=ast.PyCF_ONLY_AST)
         except SyntaxError:
+            continue
+        if len(tree.body) < min_statements:
             continue
         return path, text
     raise SystemExit("no file of 1,000 lines in the corpus")

@@ -57,7 +57,7 @@ async def _check_and_publish(ls: TorchLanguageServer, notebook_uri: str, delay: 
         log.exception("checking %s failed", notebook_uri)
         return
     current = ls.workspace.get_notebook_document(notebook_uri=notebook_uri)
-    if current is None or notebook_state(ls.workspace, current).program.text != text:
+    if current is None or current.version != state.version:
         return  # an edit arrived meanwhile; its own check will publish
     ls.session.use_checked_analysis(state.uri, state.version, text, result.receivers)  # hover reads it too
     by_cell: dict[str, list[types.Diagnostic]] = {
