@@ -121,4 +121,22 @@ else
     fi
   ) 9>"$CACHE/.lock"
 fi
+
+# --- jupyter-lsp (the server half of jupyterlab-lsp) ------------------------------------------------------------
+# In a virtual environment of its own, so Jupyter's dependencies never mix with torchls's test environment; the
+# JupyterLab test finds its python at $CACHE/jupyter-lsp/bin/python.
+JUPYTER="$CACHE/jupyter-lsp"
+if "$JUPYTER/bin/python" -c "import jupyter_server, jupyter_lsp, tornado" 2>/dev/null; then
+  echo "editors: jupyter-lsp is installed ($JUPYTER)"
+else
+  mkdir -p "$CACHE"
+  rm -rf "$JUPYTER"
+  if python3 -m venv "$JUPYTER" && "$JUPYTER/bin/python" -m pip install -q "jupyter_server>=2.10" "jupyter-lsp>=2.2" \
+    >"$CACHE/jupyter-lsp.log" 2>&1; then
+    echo "editors: installed jupyter-lsp in $JUPYTER"
+  else
+    rm -rf "$JUPYTER"
+    echo "editors: installing jupyter-lsp failed (see $CACHE/jupyter-lsp.log); the JupyterLab test will skip" >&2
+  fi
+fi
 exit 0

@@ -219,3 +219,17 @@ async def test_completion_and_signature_help_in_a_cell_read_the_imports_of_anoth
         types.SignatureHelpParams(types.TextDocumentIdentifier(f"{cells[2]}-call"), types.Position(0, len(calling)))
     )
     assert help_ is not None and "in_features" in help_.signatures[0].label, help_
+
+
+async def test_code_actions_in_a_cell_offer_the_card_of_the_symbol(client: LanguageClient):
+    _, cells = _open(client, "actions.ipynb", [("code", IMPORTS), ("code", TRAIN)])
+    here = utf16_position(TRAIN, "loss = nn", "CrossEntropyLoss")
+    actions = await client.text_document_code_action_async(
+        types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(cells[1]),
+            range=types.Range(here, here),
+            context=types.CodeActionContext(diagnostics=[], only=["torchls.showCard", "torchls.runExample"]),
+        )
+    )
+    titles = [action.title for action in actions or []]
+    assert any("torch.nn.CrossEntropyLoss" in title for title in titles), titles
