@@ -402,6 +402,9 @@ def test_vscode_notebook_cells_are_one_program(artifacts):
         "file": "实验.ipynb",
         "hover": {"needle": "model.head.weight", "offset": len("model.h"), "expect": "torch.nn.Linear"},
         "problemCode": "TL301",
+        "fixTitle": FIX_TITLE,
+        "brokenText": "F.softmax(model(x), dim=1)",
+        "fixedNeedle": "CrossEntropyLoss()(model(x),",
     }
     result, _, sizes = _drive_vscode(
         artifacts, "vscode-notebook", interpreter=lambda root: sys.executable, config=config, logs={}
@@ -416,5 +419,8 @@ def test_vscode_notebook_cells_are_one_program(artifacts):
     expected = (2, _utf16_column(cell_lines[1], "CrossEntropyLoss") + 1)  # the callee's name
     assert (int(position.group(1)), int(position.group(2))) == expected, problem
     assert "torch.nn.Linear" in result["hover"], result["hover"]
-    for name in ("nb-1-problems", "nb-2-hover"):
+    # The quick fix from the light-bulb menu edited the cell, and the problem went away.
+    assert any(FIX_TITLE in action for action in result["actions"]), result["actions"]
+    assert "F.softmax" not in result["fixedLine"] and "Errors" not in result["problemsAfterFix"], result["fixedLine"]
+    for name in ("nb-1-problems", "nb-2-hover", "nb-3-quick-fix-menu", "nb-4-fixed"):
         assert sizes.get(name, 0) > 10_000, (name, sizes)

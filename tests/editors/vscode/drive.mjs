@@ -10,8 +10,9 @@
 //   notification, show the extension's output channel from the command palette, type in the editor, wait and count
 //   the messages (a server restarting in a loop would repeat them), then press the notification's button that
 //   copies the install command.
-// - "notebook" (file, hover, problemCode): open a Jupyter notebook with Quick Open, read the Problems panel (the
-//   finding of one cell), then hover a name in one cell that another cell defined.
+// - "notebook" (file, hover, problemCode, fixTitle, brokenText, fixedNeedle): open a Jupyter notebook with Quick
+//   Open, read the Problems panel (the finding of one cell), hover a name in one cell that another cell defined, and
+//   apply the quick fix in the cell from the light-bulb menu.
 // Every step's outcome goes to the result file, which the test reads; screenshots go to `shots`.
 import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
@@ -174,6 +175,50 @@ async function hoverCard(page) {
   return card;
 }
 
+/** From the Problems panel to the problem, the light-bulb menu, the fix `config.fixTitle`: the line is fixed. */
+async function applyQuickFix(page, menuShot, fixedShot) {
+  await step("quick fix", async () => {
+    // From the Problems panel to the problem in the editor, then the light-bulb menu (Ctrl+.).
+    const row = page.locator(`${PANEL} .markers-panel .monaco-list-row`, { hasText: config.problemCode }).first();
+    await row.click();
+    const point = await characterPoint(page, config.brokenText, 0);
+    await page.mouse.click(point.x, point.y);
+    const menu = page.locator(".action-widget");
+    await until("the quick fix menu", async () => {
+      await page.keyboard.press("Control+.");
+      return menu
+        .waitFor({ state: "visible", timeout: 3000 })
+        .then(() => true)
+        .catch(() => false);
+    });
+    await menu.locator(".monaco-list-row", { hasText: config.fixTitle }).first().waitFor({ state: "visible", timeout });
+    out.actions = await menu.locator(".monaco-list-row").allInnerTexts();
+    // Down to the fix with the arrow keys, then Enter (the menu blocks the mouse until it moves).
+    await until("the fix to be selected in the menu", async () => {
+      const focused = await menu.locator(".monaco-list-row.focused").getAttribute("aria-label");
+      if (focused === config.fixTitle) {
+        return true;
+      }
+      await page.keyboard.press("ArrowDown");
+      return false;
+    }, 10000);
+    await shot(page, menuShot);
+    await page.keyboard.press("Enter");
+    out.fixedLine = await until("the fixed line", async () => {
+      const lines = await editorLines(page);
+      if (lines.some((line) => line.includes(config.brokenText))) {
+        return null;
+      }
+      return lines.find((line) => line.includes(config.fixedNeedle)) ?? null;
+    });
+    out.problemsAfterFix = await until("the problem to go away", async () => {
+      const label = await page.locator("#status\\.problems").getAttribute("aria-label");
+      return label && !/Errors?: [1-9]/.test(label) ? label : null;
+    });
+    await shot(page, fixedShot);
+  });
+}
+
 async function features(page) {
   await openFile(page, config.hover.needle);
 
@@ -234,46 +279,7 @@ async function features(page) {
     return texts;
   });
 
-  await step("quick fix", async () => {
-    // From the Problems panel to the problem in the editor, then the light-bulb menu (Ctrl+.).
-    const row = page.locator(`${PANEL} .markers-panel .monaco-list-row`, { hasText: config.problemCode }).first();
-    await row.click();
-    const point = await characterPoint(page, config.brokenText, 0);
-    await page.mouse.click(point.x, point.y);
-    const menu = page.locator(".action-widget");
-    await until("the quick fix menu", async () => {
-      await page.keyboard.press("Control+.");
-      return menu
-        .waitFor({ state: "visible", timeout: 3000 })
-        .then(() => true)
-        .catch(() => false);
-    });
-    await menu.locator(".monaco-list-row", { hasText: config.fixTitle }).first().waitFor({ state: "visible", timeout });
-    out.actions = await menu.locator(".monaco-list-row").allInnerTexts();
-    // Down to the fix with the arrow keys, then Enter (the menu blocks the mouse until it moves).
-    await until("the fix to be selected in the menu", async () => {
-      const focused = await menu.locator(".monaco-list-row.focused").getAttribute("aria-label");
-      if (focused === config.fixTitle) {
-        return true;
-      }
-      await page.keyboard.press("ArrowDown");
-      return false;
-    }, 10000);
-    await shot(page, "3-quick-fix-menu");
-    await page.keyboard.press("Enter");
-    out.fixedLine = await until("the fixed line", async () => {
-      const lines = await editorLines(page);
-      if (lines.some((line) => line.includes(config.brokenText))) {
-        return null;
-      }
-      return lines.find((line) => line.includes(config.fixedNeedle)) ?? null;
-    });
-    out.problemsAfterFix = await until("the problem to go away", async () => {
-      const label = await page.locator("#status\\.problems").getAttribute("aria-label");
-      return label && !/Errors?: [1-9]/.test(label) ? label : null;
-    });
-    await shot(page, "4-fixed");
-  });
+  await applyQuickFix(page, "3-quick-fix-menu", "4-fixed");
 
   await step("run example", async () => {
     // The cursor on the symbol (a click), then the extension's command from the palette.
@@ -430,6 +436,17 @@ async function notebook(page) {
     await shot(page, "nb-2-hover");
     return card.innerText();
   });
+
+  // The fix edits the cell: the Problems panel again, then the light-bulb menu on the problem.
+  await page.mouse.move(5, 400);
+  await page.keyboard.press("Escape");
+  await until("the Problems panel", async () => {
+    if (!(await page.locator(`${PANEL} .markers-panel`).isVisible())) {
+      await page.keyboard.press("Control+Shift+M");
+    }
+    return page.locator(`${PANEL} .markers-panel`).isVisible();
+  });
+  await applyQuickFix(page, "nb-3-quick-fix-menu", "nb-4-fixed");
 }
 
 const SCENARIOS = { features, "missing-torchls": missingTorchls, notebook };
