@@ -25,7 +25,9 @@ labels = torch.randint(0, 10, (8,))
 print(loss.item())
 """
 
-# A notebook: imports, a model, a markdown cell, then a cell that uses the model (a softmax into CrossEntropyLoss)
+# A notebook: imports, a model, a markdown cell, probabilities made in one cell and fed to CrossEntropyLoss in the
+# next (the finding's cause is in the cell before), and a softmax fed to cross_entropy inline (its quick fix edits
+# the cell).
 NOTEBOOK_CELLS = [
     ("code", "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F"),
     (
@@ -35,10 +37,12 @@ NOTEBOOK_CELLS = [
         "model = Net()",
     ),
     ("markdown", "## 训练 🚀"),
+    ("code", "x = torch.randn(8, 16)\nprobs = F.softmax(model(x), dim=1)  # 报表要的概率"),
     (
         "code",
-        "x = torch.randn(8, 16)\n"
-        '说明 = "概率 🎲"; loss = nn.CrossEntropyLoss()(F.softmax(model(x), dim=1), torch.randint(0, 4, (8,)))\n'
+        "labels = torch.randint(0, 4, (8,))\n"
+        '说明 = "概率 🎲"; loss = nn.CrossEntropyLoss()(probs, labels)\n'
+        "aux = F.cross_entropy(F.softmax(model(x), dim=1), labels)\n"
         "model.head.weight",
     ),
 ]

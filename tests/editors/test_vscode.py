@@ -403,24 +403,34 @@ def test_vscode_notebook_cells_are_one_program(artifacts):
         "hover": {"needle": "model.head.weight", "offset": len("model.h"), "expect": "torch.nn.Linear"},
         "problemCode": "TL301",
         "fixTitle": FIX_TITLE,
-        "brokenText": "F.softmax(model(x), dim=1)",
-        "fixedNeedle": "CrossEntropyLoss()(model(x),",
+        "brokenText": "cross_entropy(F.softmax(model(x), dim=1), labels)",
+        "fixedNeedle": "aux = F.cross_entropy(model(x), labels)",
+        "errorsAfterFix": 1,  # the other TL301, whose softmax is in the cell before: no edit of this cell fixes it
     }
     result, _, sizes = _drive_vscode(
         artifacts, "vscode-notebook", interpreter=lambda root: sys.executable, config=config, logs={}
     )
     assert result["ok"], {key: result.get(key) for key in ("error", "steps", "console")}
-    [problem] = [row for row in result["problems"] if "TL301" in row]
-    assert "softmax" in problem and "torchls" in problem, result["problems"]
-    # In the cell's own lines, counted in UTF-16 after the Chinese text and the emoji (VS Code counts from 1).
-    cell_lines = NOTEBOOK_CELLS[3][1].splitlines()
-    position = re.search(r"\[Ln (\d+), Col (\d+)\]", problem)
-    assert position, problem
-    expected = (2, _utf16_column(cell_lines[1], "CrossEntropyLoss") + 1)  # the callee's name
-    assert (int(position.group(1)), int(position.group(2))) == expected, problem
+    # Two TL301 in the last cell. The first one's softmax was made in the cell before: its related location
+    # ("在这里做了 softmax") is listed under it. Positions are the cell's own lines, in UTF-16 after the Chinese
+    # text and the emoji (VS Code counts from 1), at the callee's name.
+    problems = [row for row in result["problems"] if "TL301" in row]
+    assert len(problems) == 2 and all("torchls" in row for row in problems), result["problems"]
+    assert any("在这里做了 softmax" in row for row in result["problems"]), result["problems"]
+    cell_lines = NOTEBOOK_CELLS[4][1].splitlines()
+    places = sorted(
+        (int(found.group(1)), int(found.group(2)))
+        for row in problems
+        if (found := re.search(r"\[Ln (\d+), Col (\d+)\]", row))
+    )
+    assert places == [
+        (2, _utf16_column(cell_lines[1], "CrossEntropyLoss") + 1),
+        (3, _utf16_column(cell_lines[2], "cross_entropy") + 1),
+    ], problems
     assert "torch.nn.Linear" in result["hover"], result["hover"]
     # The quick fix from the light-bulb menu edited the cell, and the problem went away.
     assert any(FIX_TITLE in action for action in result["actions"]), result["actions"]
-    assert "F.softmax" not in result["fixedLine"] and "Errors" not in result["problemsAfterFix"], result["fixedLine"]
+    assert "F.softmax" not in result["fixedLine"], result["fixedLine"]
+    assert re.search(r"Errors?: 1\b", result["problemsAfterFix"]), result["problemsAfterFix"]
     for name in ("nb-1-problems", "nb-2-hover", "nb-3-quick-fix-menu", "nb-4-fixed"):
         assert sizes.get(name, 0) > 10_000, (name, sizes)

@@ -211,9 +211,12 @@ async function applyQuickFix(page, menuShot, fixedShot) {
       }
       return lines.find((line) => line.includes(config.fixedNeedle)) ?? null;
     });
+    // The problem goes away (`config.errorsAfterFix` others may stay).
+    const left = config.errorsAfterFix ?? 0;
     out.problemsAfterFix = await until("the problem to go away", async () => {
       const label = await page.locator("#status\\.problems").getAttribute("aria-label");
-      return label && !/Errors?: [1-9]/.test(label) ? label : null;
+      const errors = Number(/Errors?: (\d+)/.exec(label ?? "")?.[1] ?? 0);
+      return label && errors === left ? label : null;
     });
     await shot(page, fixedShot);
   });
@@ -431,6 +434,10 @@ async function notebook(page) {
       }
       return !(await page.locator(PANEL).isVisible());
     }, 10000);
+    // The last cell is below the fold: scroll the notebook down (the wheel over its list of cells).
+    await page.mouse.move(800, 400);
+    await page.mouse.wheel(0, 600);
+    await page.waitForTimeout(500);
     // The name is defined in another cell: only the notebook's program knows what it is.
     const card = await hoverCard(page);
     await shot(page, "nb-2-hover");
