@@ -162,3 +162,27 @@ def test_real_numpy_agrees_with_the_expected_dtypes():
     assert torch.from_numpy(np.zeros(2, dtype=np.int32)).dtype == torch.int32
     assert torch.tensor(np.float64(1.0)).dtype == torch.float64
     assert torch.tensor(1.0).dtype == torch.float32
+
+
+# Lists made by one comprehension over a sequence of known length, as torch sees them (checked for real).
+KNOWN_LENGTHS = [
+    "torch.tensor([VOCAB.index(c) for c in TEXT])",  # a character-level model's ids: one per character
+    "torch.tensor([i * 2 for i in range(100)])",  # a range too long to unroll still has its length
+    "torch.stack([IDS[i : i + 17] for i in range(0, 68, 17)])",  # fixed windows of the ids
+    "torch.tensor([ord(c) for c in VOCAB])",
+]
+SETUP = 'VOCAB = "abcdefghijklmnopqrstuvwxyz .,"\nTEXT = "the quick brown fox jumps over the lazy dog. " * 4\n'
+
+
+@pytest.mark.parametrize("expression", KNOWN_LENGTHS)
+def test_a_comprehension_over_a_sequence_of_known_length_has_that_length(expression):
+    body = SETUP + "IDS = torch.tensor([VOCAB.index(c) for c in TEXT])\n" + f"made = {expression}\n"
+    namespace: dict = {"torch": torch}
+    exec(body, namespace)  # the program above, to compare with torch's own answer
+    value = _values(body)["made"]
+    assert isinstance(value, TensorValue) and value.shape == tuple(namespace["made"].shape), value
+
+
+def test_a_filtered_comprehension_has_no_known_length():
+    value = _values(SETUP + "made = torch.tensor([VOCAB.index(c) for c in TEXT if c != ' '])\n")["made"]
+    assert isinstance(value, TensorValue) and value.shape == (None,), value

@@ -149,9 +149,11 @@ class TupleValue:
 
 @dataclass(frozen=True, slots=True)
 class SequenceOf:
-    """A list of unknown length whose items are all like ``item``: what a loop appended to an empty list."""
+    """A list whose items are all like ``item``: what a loop appended to an empty list (length unknown), or a
+    comprehension over a long sequence of known length (``[vocab.index(c) for c in text]``: ``length`` known)."""
 
     item: Any
+    length: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -157,6 +157,8 @@ class CallsMixin(InterpreterBase):
                 if isinstance(key, Literal) and any(k == key.value for k, _ in receiver.items):
                     return receiver.get(key.value)
                 return None
+            if isinstance(receiver, Literal) and isinstance(receiver.value, str) and info.method in _STR_TO_INT:
+                return Number("int")  # vocab.index(ch): a position, the id a character-level model embeds
             if isinstance(receiver, DictValue) and not info.args:
                 if info.method == "items":
                     return TupleValue(tuple(TupleValue((Literal(k), v)) for k, v in receiver.items))
@@ -318,12 +320,17 @@ def _is_super_init(func: ast.expr) -> bool:
     )
 
 
+_STR_TO_INT = frozenset({"index", "find", "rfind", "rindex", "count"})
+
+
 def _length(args: list[Value]) -> Value:
     if len(args) != 1:
         return None
     only = args[0]
     if isinstance(only, TupleValue):
         return Literal(len(only.items))
+    if isinstance(only, SequenceOf) and only.length is not None:
+        return Literal(only.length)
     if isinstance(only, TensorValue) and only.shape and isinstance(only.shape[0], int):
         return Literal(only.shape[0])
     if isinstance(only, Literal) and isinstance(only.value, str):
@@ -370,7 +377,8 @@ def _range(args: list[Value]) -> Value:
     span = range(*numbers)  # type: ignore[arg-type]
     if len(span) <= _UNROLL_ITEMS:
         return TupleValue(tuple(Literal(i) for i in span))
-    return SequenceOf(Number("int", min(span[0], span[-1]), max(span[0], span[-1])))  # each item within its ends
+    # each item within its ends, and as many as the range has
+    return SequenceOf(Number("int", min(span[0], span[-1]), max(span[0], span[-1])), len(span))
 
 
 def _zip(args: list[Value]) -> Value:
@@ -386,6 +394,7 @@ def _zip(args: list[Value]) -> Value:
 # Builtins whose result follows from literal arguments: sizes computed as `len(CLASSES)`, `int(d * 1.5)`.
 _BUILTINS: dict[str, Callable[[list[Value]], Value]] = {
     "len": _length,
+    "ord": lambda args: Number("int") if len(args) == 1 else None,
     "int": _number(int),
     "float": _number(float),
     "max": _extreme(max),

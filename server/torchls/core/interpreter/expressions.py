@@ -72,9 +72,11 @@ class ExpressionsMixin(InterpreterBase):
                 return unrolled
         if isinstance(node, ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp):
             inner = dict(env)
+            iterables = []
             for generator in node.generators:
                 # `[model(x) for x, _ in loader]`: the loop variables are what iterating gives, as in a for loop
                 iterable = self.expr(generator.iter, inner)
+                iterables.append(iterable)
                 for name in _comprehension_names(generator):
                     inner[name] = None
                 self.bind(generator.target, self._iteration(iterable, generator.iter), inner)
@@ -85,8 +87,12 @@ class ExpressionsMixin(InterpreterBase):
                 for part in ((node.key, node.value) if isinstance(node, ast.DictComp) else (node.elt,))
             ]
             if isinstance(node, ast.ListComp | ast.GeneratorExp) and parts[0] is not None:
-                # every item is what the element is with the loop variables as iterating gives them
-                return SequenceOf(parts[0])
+                # every item is what the element is with the loop variables as iterating gives them; one generator
+                # without a filter over a sequence of known length makes that many items
+                length = None
+                if len(node.generators) == 1 and not node.generators[0].ifs:
+                    length = _known_length(iterables[0])
+                return SequenceOf(parts[0], length)
             return None
         if isinstance(node, ast.Lambda):
             inner = dict(env)
@@ -507,6 +513,16 @@ def _an_int(index: Value) -> bool:
     if isinstance(index, Number):
         return index.kind == "int"
     return isinstance(index, Literal) and isinstance(index.value, int) and not isinstance(index.value, bool)
+
+
+def _known_length(iterable: Value) -> int | None:
+    """How many items a loop over ``iterable`` sees, when that is fixed: a known sequence, a string, a long range."""
+    if isinstance(iterable, SequenceOf):
+        return iterable.length
+    if isinstance(iterable, Literal) and isinstance(iterable.value, str):
+        return len(iterable.value)
+    items = _known_items(iterable)
+    return len(items) if items is not None else None
 
 
 def _comprehension_names(generator: ast.comprehension) -> set[str]:

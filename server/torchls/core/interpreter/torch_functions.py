@@ -487,7 +487,7 @@ def _nested_shape(value: Value) -> tuple[Any, str | None]:
         return (), "torch.int64" if value.kind == "int" else "torch.float32"
     if isinstance(value, SequenceOf):
         shape, dtype = _nested_shape(value.item)  # [[float(v) for v in row] for row in reader]
-        return ((None, *shape) if shape is not None else None), dtype
+        return ((value.length, *shape) if shape is not None else None), dtype
     if isinstance(value, Literal):
         python = value.value
         if isinstance(python, bool):
