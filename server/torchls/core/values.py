@@ -153,7 +153,7 @@ class SequenceOf:
     comprehension over a long sequence of known length (``[vocab.index(c) for c in text]``: ``length`` known)."""
 
     item: Any
-    length: int | None = None
+    length: Any = None  # an int, a named size (a loader's batch), or None
 
 
 @dataclass(frozen=True, slots=True)

@@ -178,6 +178,11 @@ class CallsMixin(InterpreterBase):
                 returned = self._call_function(self.functions[name], None, info)
                 self._after_call(self.functions[name], info, env, skip_first=False)
                 return returned
+            if name == "zip" and name not in self.module_env and _star_of_name(node):
+                # zip(*batch) in a collate_fn: the samples' parts side by side, as many of each as samples
+                samples = self.expr(node.args[0].value, env)  # type: ignore[attr-defined]
+                if isinstance(samples, SequenceOf) and isinstance(samples.item, TupleValue):
+                    return TupleValue(tuple(SequenceOf(part, samples.length) for part in samples.item.items))
             if name in _BUILTINS and name not in self.module_env:
                 return _BUILTINS[name](info.args)
             if name == "dict" and name not in self.module_env and not info.unknown_keywords:
@@ -317,6 +322,16 @@ def _is_super_init(func: ast.expr) -> bool:
         and isinstance(func.value, ast.Call)
         and isinstance(func.value.func, ast.Name)
         and func.value.func.id == "super"
+    )
+
+
+def _star_of_name(node: ast.Call) -> bool:
+    """``f(*name)``: one starred name and nothing else."""
+    return (
+        len(node.args) == 1
+        and not node.keywords
+        and isinstance(node.args[0], ast.Starred)
+        and isinstance(node.args[0].value, ast.Name)
     )
 
 

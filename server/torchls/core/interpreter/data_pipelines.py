@@ -90,6 +90,18 @@ class DataPipelinesMixin(InterpreterBase):
         call = ast.copy_location(ast.Call(func=ast.Name(id="__len__"), args=[], keywords=[]), node)
         return _int(self._user_method(dataset, CallInfo(call, method="__len__")))
 
+    def _custom_batch(self, loader: InstanceValue, dataset: Value, node: ast.AST) -> Value:
+        """A batch of a DataLoader whose ``collate_fn`` is the file's function: that function called on a list of
+        ``batch_size`` samples (``toks, labels = zip(*batch)``, ``pad_sequence(toks)``...)."""
+        sample = self._dataset_sample(dataset, node)
+        size = loader.arg("batch_size", Literal(1))
+        if sample is None or (isinstance(size, Literal) and size.value is None):
+            return None  # batch_size=None: collate_fn gets one sample at a time
+        batch = self._batch_dim(loader, dataset, node, _int(size))
+        function = self.functions[loader.arg("collate_function").value]
+        call = CallInfo(node, args=[SequenceOf(sample, batch)], spliced=True)  # type: ignore[arg-type]
+        return self._call_function(function, None, call)
+
     def _loader_batch(self, loader: InstanceValue, dataset: Value, node: ast.AST) -> Value:
         """A batch of a DataLoader with the default collate: the samples' structure with a batch dim in front."""
         sample = self._dataset_sample(dataset, node)
@@ -98,7 +110,15 @@ class DataPipelinesMixin(InterpreterBase):
         size = loader.arg("batch_size", Literal(1))  # DataLoader's default batch_size is 1
         if isinstance(size, Literal) and size.value is None:
             return sample  # batch_size=None: no batching, samples as they are
-        batch: Any = _int(size)
+        batch = self._batch_dim(loader, dataset, node, _int(size))
+        on_cpu = (
+            isinstance(dataset, InstanceValue) and dataset.arg("on_cpu") is True and not self.default_device_changed
+        )
+        return _collated(sample, batch, Origin(node, "这个 batch 来自 DataLoader，在 CPU 上") if on_cpu else None)
+
+    def _batch_dim(self, loader: InstanceValue, dataset: Value, node: ast.AST, batch: Any) -> Any:
+        """The size of a loader's batches: ``batch`` when every batch has it, else a name for it (the last one
+        may be shorter), noting what is known of that name."""
         if batch is not None and batch != 1 and _literal(loader.arg("drop_last")) is not True:
             # The last batch may be shorter: a size of its own, the same for every tensor of the batch.
             size_name = symbols.Sym.named("batch", hash(("loader", node.lineno, node.col_offset)))
@@ -109,10 +129,7 @@ class DataPipelinesMixin(InterpreterBase):
             if length is not None and length > 0 and not resampled and (length % batch or batch) > 1:
                 self._batches_never_one[size_name] = (length % batch or batch, batch, length)
             batch = size_name
-        on_cpu = (
-            isinstance(dataset, InstanceValue) and dataset.arg("on_cpu") is True and not self.default_device_changed
-        )
-        return _collated(sample, batch, Origin(node, "这个 batch 来自 DataLoader，在 CPU 上") if on_cpu else None)
+        return batch
 
     def _iteration(self, iterable: Value, node: ast.expr) -> Value:
         """What each item of ``for ... in iterable`` is, when known."""
@@ -138,13 +155,15 @@ class DataPipelinesMixin(InterpreterBase):
             return TupleValue((Number("int"), inner)) if inner is not None else None
         if isinstance(iterable, InstanceValue):
             dataset = iterable.arg("dataset")
-            if iterable.qualname.endswith("DataLoader") and iterable.arg("collate_fn") is None:
+            if iterable.qualname.endswith("DataLoader") and isinstance(iterable.arg("collate_function"), Literal):
+                return self._custom_batch(iterable, dataset, node)
+            if iterable.qualname.endswith("DataLoader") and not _custom_collate(iterable):
                 batch = self._loader_batch(iterable, dataset, node)
                 if batch is not None:
                     return batch
             if (
                 iterable.qualname.endswith("DataLoader")
-                and iterable.arg("collate_fn") is None
+                and not _custom_collate(iterable)
                 and isinstance(dataset, InstanceValue)
                 and dataset.arg("on_cpu") is True
                 and not self.default_device_changed
@@ -215,3 +234,10 @@ def _collated(sample: Value, batch: Any, on_cpu: Origin | None) -> Value:
         dtype = {bool: "torch.bool", int: "torch.int64", float: "torch.float64"}[type(sample.value)]
         return TensorValue(shape=(batch,), dtype=dtype, device=CPU, is_leaf=True)  # Python numbers become a tensor
     return None
+
+
+def _custom_collate(loader: InstanceValue) -> bool:
+    """The loader is given a ``collate_fn`` (known or not): its batches are what that function makes, not the
+    default collation of the samples."""
+    # collate_fn=None is the default collate; a function (or a value the analysis does not know) is not
+    return any(key == "collate_fn" and (value is None or _literal(value) is not None) for key, value in loader.args)

@@ -88,6 +88,8 @@ class TorchFunctionsMixin(InterpreterBase):
             return _padded(info)
         if qualname == "torch.diff" and isinstance(info.arg(0, "input"), TensorValue):
             return _differenced(info.arg(0, "input"), info, 1)  # type: ignore[arg-type]
+        if qualname == "torch.nn.utils.rnn.pad_sequence":
+            return _padded_sequences(info)
         if qualname in ("torch.einsum", "torch.functional.einsum"):
             return _einsum(info)
         if qualname == "torch.nn.functional.interpolate":
@@ -130,6 +132,16 @@ class TorchFunctionsMixin(InterpreterBase):
             first = {"DataLoader": "dataset", "GradScaler": "device"}.get(short, "params")
             if info.args and first not in info.kwargs:
                 args.append((first, info.args[0]))
+            if short == "DataLoader":
+                # DataLoader(ds, 32, True, ..., collate_fn): the positional parameters after the dataset
+                args += [
+                    (k, v) for k, v in zip(_LOADER_POSITIONAL, info.args[1:], strict=False) if k not in info.kwargs
+                ]
+                if info.starred or info.unknown_keywords:
+                    args.append(("collate_fn", None))  # **options may set it: the batches are not known
+                collate = info.arg_node(6, "collate_fn")
+                if isinstance(collate, ast.Name) and collate.id in self.functions and self._is_global(collate.id, env):
+                    args.append(("collate_function", Literal(collate.id)))  # the file's own: followed per batch
             if short == "TensorDataset":
                 on_cpu = all(isinstance(v, TensorValue) and v.device == CPU for v in info.args) and bool(info.args)
                 args.append(("on_cpu", on_cpu))
@@ -338,7 +350,7 @@ class TorchFunctionsMixin(InterpreterBase):
     def _join(self, short: str, info: CallInfo) -> Value:
         tensors = info.arg(0, "tensors")
         if isinstance(tensors, SequenceOf) and isinstance(tensors.item, TensorValue):
-            return _joined_unknown_count(short, tensors.item, info)
+            return _joined_unknown_count(short, tensors.item, info, tensors.length)
         if not isinstance(tensors, TupleValue) or not all(isinstance(t, TensorValue) for t in tensors.items):
             return None
         dim = _int(info.arg(1, "dim")) if (len(info.args) > 1 or "dim" in info.kwargs) else 0
@@ -364,17 +376,18 @@ class TorchFunctionsMixin(InterpreterBase):
         )
 
 
-def _joined_unknown_count(short: str, item: TensorValue, info: CallInfo) -> Value:
-    """``torch.cat(preds)`` of a list a loop filled: the joined dim's size is not known, the rest is the items'."""
+def _joined_unknown_count(short: str, item: TensorValue, info: CallInfo, count: Any = None) -> Value:
+    """``torch.cat(preds)`` of a list a loop filled: the joined dim's size is not known, the rest is the items'
+    (``torch.stack`` of a list whose length ``count`` is known: that many)."""
     dim = _int(info.arg(1, "dim")) if (len(info.args) > 1 or "dim" in info.kwargs) else 0
     shape = None
     if dim is not None and item.shape is not None:
         rank = len(item.shape) + (1 if short == "stack" else 0)
         index = shapes.normalize_dim(dim, rank)
         if index is not None:
-            dims = list(item.shape)
+            dims = list(item.dims)  # type: ignore[arg-type]
             if short == "stack":
-                dims.insert(index, None)
+                dims.insert(index, count)
             elif dims:
                 dims[index] = None
             shape = tuple(dims)
@@ -395,6 +408,27 @@ def _padded(info: CallInfo) -> Value:
         grown = dims[-1 - index]
         dims[-1 - index] = grown + pads[2 * index] + pads[2 * index + 1] if isinstance(grown, int) else None
     return TensorValue(shape=tuple(dims), dtype=x.dtype, device=x.device, is_leaf=False)
+
+
+def _padded_sequences(info: CallInfo) -> Value:
+    """``pad_sequence(seqs, batch_first=True)``: the sequences padded to the longest, stacked along a new dim 0
+    (dim 1 without ``batch_first``); the padded length is not known."""
+    sequences = info.arg(0, "sequences")
+    batch_first = _literal(info.arg(1, "batch_first")) if len(info.args) > 1 or "batch_first" in info.kwargs else False
+    if isinstance(sequences, SequenceOf) and isinstance(sequences.item, TensorValue):
+        item, count = sequences.item, sequences.length
+    elif isinstance(sequences, TupleValue) and sequences.items and isinstance(sequences.items[0], TensorValue):
+        item, count = sequences.items[0], len(sequences.items)
+    else:
+        return None
+    if item.dims is None or not item.dims or not isinstance(batch_first, bool):
+        return TensorValue(dtype=item.dtype, device=item.device, is_leaf=False)
+    rest = tuple(item.dims[1:])
+    shape = (count, None, *rest) if batch_first else (None, count, *rest)
+    return TensorValue(shape=shape, dtype=item.dtype, device=item.device, is_leaf=False)
+
+
+_LOADER_POSITIONAL = ("batch_size", "shuffle", "sampler", "batch_sampler", "num_workers", "collate_fn")
 
 
 def _einsum(info: CallInfo) -> Value:
