@@ -17,7 +17,7 @@ from dataclasses import replace
 from lsprotocol import types
 
 from torchls.core.findings import Edit, Fix
-from torchls.core.notebook import CellFinding
+from torchls.core.notebook import CODE, CellFinding
 from torchls.core.text import SourceText
 from torchls.lsp.diagnostics import to_diagnostic, to_range
 from torchls.lsp.notebook_cells import NotebookState, notebook_state
@@ -59,9 +59,11 @@ async def _check_and_publish(ls: TorchLanguageServer, notebook_uri: str, delay: 
     current = ls.workspace.get_notebook_document(notebook_uri=notebook_uri)
     if current is None or current.version != state.version:
         return  # an edit arrived meanwhile; its own check will publish
-    ls.session.use_checked_analysis(state.uri, state.version, text, result.receivers)  # hover reads it too
+    # Hover and completion read it too, for the same text: a cell with a syntax error makes the typed text differ
+    # from this repaired one, and then they fall back to their own reading until it parses again.
+    ls.session.use_checked_analysis(state.uri, state.version, text, result.receivers)
     by_cell: dict[str, list[types.Diagnostic]] = {
-        uri: [] for index, uri in enumerate(state.cell_uris) if state.program.cells[index].kind == "code"
+        uri: [] for index, uri in enumerate(state.cell_uris) if state.program.cells[index].kind == CODE
     }
     sources = [SourceText(cell.source) for cell in state.program.cells]
     for finding in result.findings:
