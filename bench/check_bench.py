@@ -62,10 +62,14 @@ def thousand_line_file(corpus: Path, min_statements: int = 0) -> tuple[Path, str
     raise SystemExit("no file of 1,000 lines in the corpus")
 
 
-async def latency(corpus: Path, edits: int, debounce_ms: int | None, during_warm_up: bool) -> None:
-    path, text = thousand_line_file(corpus)
+async def started_client(
+    debounce_ms: int | None, notebooks: bool = False
+) -> tuple[LanguageClient, dict[tuple[str, int], float], asyncio.Event]:
+    """torchls started as an editor starts it, initialized with ``debounce_ms`` (None: the default) and, with
+    ``notebooks``, notebook sync; returns it, when each (document, version) got its diagnostics, and an event set
+    once the warm-up has ended. Shared with notebook_bench.py."""
     client = LanguageClient("torchls-bench", "1")
-    published: dict[int, float] = {}
+    published: dict[tuple[str, int], float] = {}
     warm = asyncio.Event()
 
     @client.feature(types.WINDOW_WORK_DONE_PROGRESS_CREATE)
@@ -80,23 +84,29 @@ async def latency(corpus: Path, edits: int, debounce_ms: int | None, during_warm
     @client.feature(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
     def _published(params: types.PublishDiagnosticsParams) -> None:
         if params.version is not None:
-            published[params.version] = time.perf_counter()
+            published[(params.uri, params.version)] = time.perf_counter()
 
     await client.start_io(sys.executable, "-m", "torchls", "serve")
     options = {"diagnostics": {"debounceMs": debounce_ms}} if debounce_ms is not None else None
-    await client.initialize_async(
-        types.InitializeParams(
-            capabilities=types.ClientCapabilities(window=types.WindowClientCapabilities(work_done_progress=True)),
-            initialization_options=options,
+    capabilities = types.ClientCapabilities(window=types.WindowClientCapabilities(work_done_progress=True))
+    if notebooks:
+        capabilities.notebook_document = types.NotebookDocumentClientCapabilities(
+            synchronization=types.NotebookDocumentSyncClientCapabilities()
         )
-    )
+    await client.initialize_async(types.InitializeParams(capabilities=capabilities, initialization_options=options))
     client.initialized(types.InitializedParams())
+    return client, published, warm
+
+
+async def latency(corpus: Path, edits: int, debounce_ms: int | None, during_warm_up: bool) -> None:
+    path, text = thousand_line_file(corpus)
+    client, published, warm = await started_client(debounce_ms)
     if not during_warm_up:
         # jedi reads torch on a background thread for the first seconds; measured apart (--during-warm-up).
         await asyncio.wait_for(warm.wait(), timeout=300)
     uri = "file:///bench/thousand_lines.py"
     client.text_document_did_open(types.DidOpenTextDocumentParams(types.TextDocumentItem(uri, "python", 1, text)))
-    while 1 not in published:
+    while (uri, 1) not in published:
         await asyncio.sleep(0.01)
     samples = []
     for version in range(2, edits + 2):
@@ -108,9 +118,9 @@ async def latency(corpus: Path, edits: int, debounce_ms: int | None, during_warm
         client.text_document_did_change(
             types.DidChangeTextDocumentParams(types.VersionedTextDocumentIdentifier(version=version, uri=uri), [change])
         )
-        while version not in published:
+        while (uri, version) not in published:
             await asyncio.sleep(0.001)
-        samples.append((published[version] - sent) * 1000)
+        samples.append((published[(uri, version)] - sent) * 1000)
         await asyncio.sleep(0.05)  # typing pace: each edit is checked on its own
     await client.shutdown_async(None)
     client.exit(None)

@@ -23,9 +23,8 @@ import time
 from pathlib import Path
 
 from lsprotocol import types
-from pygls.lsp.client import LanguageClient
 
-from check_bench import thousand_line_file
+from check_bench import started_client, thousand_line_file
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -44,34 +43,7 @@ def cells_of(text: str, count: int) -> list[str]:
 
 async def latency(text: str, cell_count: int, edits: int, debounce_ms: int | None) -> tuple[int, list[float]]:
     sources = cells_of(text, cell_count)
-    client = LanguageClient("torchls-bench", "1")
-    published: dict[tuple[str, int], float] = {}
-    warm = asyncio.Event()
-
-    @client.feature(types.WINDOW_WORK_DONE_PROGRESS_CREATE)
-    def _create(params: types.WorkDoneProgressCreateParams) -> None:
-        return None
-
-    @client.feature(types.PROGRESS)
-    def _progress(params: types.ProgressParams) -> None:
-        if isinstance(params.value, dict) and params.value.get("kind") == "end":
-            warm.set()
-
-    @client.feature(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
-    def _published(params: types.PublishDiagnosticsParams) -> None:
-        if params.version is not None:
-            published[(params.uri, params.version)] = time.perf_counter()
-
-    await client.start_io(sys.executable, "-m", "torchls", "serve")
-    options = {"diagnostics": {"debounceMs": debounce_ms}} if debounce_ms is not None else None
-    capabilities = types.ClientCapabilities(
-        window=types.WindowClientCapabilities(work_done_progress=True),
-        notebook_document=types.NotebookDocumentClientCapabilities(
-            synchronization=types.NotebookDocumentSyncClientCapabilities()
-        ),
-    )
-    await client.initialize_async(types.InitializeParams(capabilities=capabilities, initialization_options=options))
-    client.initialized(types.InitializedParams())
+    client, published, warm = await started_client(debounce_ms, notebooks=True)
     await asyncio.wait_for(warm.wait(), timeout=300)
     uri = "file:///bench/fifty_cells.ipynb"
     cells = [f"vscode-notebook-cell:/bench/fifty_cells.ipynb#cell{index}" for index in range(len(sources))]
