@@ -9,8 +9,6 @@ from __future__ import annotations
 import functools
 import logging
 import threading
-import urllib.parse
-import urllib.request
 from collections import OrderedDict
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -33,6 +31,7 @@ from torchls.project import ProjectModules
 from torchls.resolve import Resolver, check_interpreter
 from torchls.runner import Runner
 from torchls.settings import Settings
+from torchls.uris import path_of
 
 log = logging.getLogger(__name__)
 _MAX_REPORTED_KB_ERRORS = 5
@@ -42,14 +41,6 @@ _PARTIAL_INDEXES_KEPT = 8
 
 def _indentation(line: str) -> str:
     return line[: len(line) - len(line.lstrip())]
-
-
-def path_of(uri: str) -> str | None:
-    """The file system path of a ``file:`` URI; None for other schemes (an unsaved buffer)."""
-    parsed = urllib.parse.urlparse(uri)
-    if parsed.scheme != "file":
-        return None
-    return urllib.request.url2pathname(parsed.path)  # which also decodes %-escapes
 
 
 @dataclass(slots=True)

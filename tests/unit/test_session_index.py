@@ -67,7 +67,7 @@ def test_an_added_line_builds_a_new_index(session):
 
 
 def test_a_documents_path_comes_from_its_file_uri_once_decoded():
-    from torchls.session import path_of
+    from torchls.uris import path_of
 
     assert path_of("file:///tmp/%E4%B8%AD%E6%96%87/100%25%20%F0%9F%8E%89.py") == "/tmp/中文/100% 🎉.py"
     assert path_of("untitled:Untitled-1") is None  # an unsaved buffer: no project to look into

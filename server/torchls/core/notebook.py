@@ -40,12 +40,15 @@ import functools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
-from torchls.core.checker import Checker
 from torchls.core.findings import Edit, Finding, Fix
 from torchls.core.fixes import apply_fixes, overlaps
 from torchls.core.parsing import UNKNOWN_VALUE, repair_lines
 from torchls.core.text import Position, SourceText, Span
+
+if TYPE_CHECKING:  # the language server builds notebook programs long before it checks one
+    from torchls.core.checker import Checker
 
 CODE = "code"
 

@@ -12,7 +12,6 @@ from lsprotocol import types
 from torchls import memory
 from torchls.lsp import completion, diagnostics
 from torchls.lsp.server import TorchLanguageServer
-from torchls.session import Session
 from torchls.settings import Settings, parse_settings
 
 log = logging.getLogger(__name__)
@@ -156,13 +155,16 @@ def register(server: TorchLanguageServer) -> None:
     @server.feature(types.INITIALIZE)
     def on_initialize(ls: TorchLanguageServer, params: types.InitializeParams) -> None:
         settings, problems = parse_settings(params.initialization_options, Settings())
-        ls.session = Session(settings, workspace_root=_workspace_root(params))
+        # The answer needs no session: it is made on first use, once the client has its capabilities.
+        ls.planned_session = (settings, _workspace_root(params))
         # initialize may not send notifications before its response: keep the messages for `initialized`.
-        ls.pending_messages = [*problems, *ls.session.startup_messages]
+        ls.pending_messages = list(problems)
 
     @server.feature(types.INITIALIZED)
     async def on_initialized(ls: TorchLanguageServer, params: types.InitializedParams) -> None:
-        for message in [*ls.pending_messages, *ls.session.ensure_knowledge()]:
+        session = ls.session  # made here, before anything else can wait on the event loop
+        assert session is not None
+        for message in [*ls.pending_messages, *session.ensure_knowledge()]:
             ls.show(message)
         ls.pending_messages = []
         if _supports_configuration(ls):

@@ -17,7 +17,7 @@ from lsprotocol import types
 
 from torchls.core.notebook import CODE, Cell, NotebookProgram, build_program
 from torchls.core.text import Position, SourceText, Span
-from torchls.session import path_of
+from torchls.uris import path_of
 
 _KINDS = {types.NotebookCellKind.Code: CODE, types.NotebookCellKind.Markup: "markdown"}
 

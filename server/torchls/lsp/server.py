@@ -8,7 +8,7 @@ import json
 import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
@@ -18,7 +18,10 @@ from torchls import __version__
 from torchls.core.text import Encoding, Position, SourceText, Span
 from torchls.lsp.guard import Guard
 from torchls.lsp.notebook_cells import CellCursor, notebook_of, program_cursor
-from torchls.session import Session
+
+if TYPE_CHECKING:  # the session and the analysis it holds are imported after `initialize` is answered
+    from torchls.session import Session
+    from torchls.settings import Settings
 
 F = TypeVar("F", bound=Callable)
 
@@ -88,7 +91,10 @@ class TorchLanguageServer(LanguageServer):
             ),
             protocol_cls=_Protocol,
         )
-        self.session: Session | None = None
+        self._session: Session | None = None
+        # What `initialize` said the session is to be made of: settings and workspace root. The session (and the
+        # analysis it imports, most of a second of start-up) is made after `initialize` is answered.
+        self.planned_session: tuple[Settings, str | None] | None = None
         self.pending_messages: list[str] = []  # problems found in `initialize`, shown once `initialized`
         self.background_tasks: set[asyncio.Task] = set()  # strong references, so tasks are not collected
         self.diagnostic_tasks: dict[str, asyncio.Task] = {}  # the pending check of each document
@@ -100,6 +106,23 @@ class TorchLanguageServer(LanguageServer):
         self.example_stop: asyncio.Event | None = None  # set to stop it
         self.probe_task: asyncio.Task | None = None  # finding out which devices the example interpreter has
         self.guard = Guard()
+
+    @property
+    def session(self) -> Session | None:
+        """The torchls session; made on first use after `initialize` (normally by `initialized`)."""
+        if self._session is None and self.planned_session is not None:
+            from torchls.session import Session
+
+            settings, root = self.planned_session
+            self.planned_session = None
+            self._session = Session(settings, workspace_root=root)
+            self.pending_messages.extend(self._session.startup_messages)
+        return self._session
+
+    @session.setter
+    def session(self, session: Session | None) -> None:
+        self._session = session
+        self.planned_session = None
 
     def feature(self, feature_name: str, options: Any | None = None) -> Callable[[F], F]:
         """pygls's decorator, with the handler wrapped so that a failure answers "nothing" (see :mod:`.guard`)."""
