@@ -35,11 +35,17 @@ def compile_torchls() -> None:
 
 
 async def start_server(
-    name: str, capabilities: types.ClientCapabilities, workspace: Path, cache_dir: Path | None = None
+    name: str,
+    capabilities: types.ClientCapabilities,
+    workspace: Path,
+    cache_dir: Path | None = None,
+    new_environment: Path | None = None,
 ) -> tuple[LanguageClient, float]:
     """Start ``name`` over stdio and initialize it; returns the client and the milliseconds to the response.
 
     Both servers read the same Python environment: jedi-language-server is told this interpreter explicitly.
+    ``new_environment``: an empty folder that holds every cache the server writes (torchls's, jedi's and parso's,
+    through ``XDG_CACHE_HOME``), so the start-up is the first one in a new environment.
     """
     # The measuring client's own long-lived objects (pygls, lsprotocol's converters, the corpus parsed to pick the
     # files) stay out of its garbage collections: a full collection of this process (20-30 ms) while a request is
@@ -55,6 +61,8 @@ async def start_server(
 
     cache = cache_dir or Path(os.environ.get("TORCHLS_CACHE_DIR", str(ROOT / ".bench-cache")))
     env = {**os.environ, "TORCHLS_CACHE_DIR": str(cache)}
+    if new_environment is not None:
+        env |= {"TORCHLS_CACHE_DIR": str(new_environment / "torchls"), "XDG_CACHE_HOME": str(new_environment / "xdg")}
     started = time.perf_counter()
     await client.start_io(*SERVERS[name], env=env)
     # pygls's client pipes the server's stderr and never reads it: a server that logs 64 KB (jedi-language-server

@@ -11,7 +11,11 @@ server process and, separately, of its child processes such as jedi's environmen
 
 ``--just-opened N``: after the warm-up has ended, each file is opened and N of its references (spread over the
 file, tensor methods included) are hovered at once, as a user does who opens a file and points at something;
-those hovers are reported on their own, then the file is closed. No other hover is made.
+those hovers are reported on their own, then the file is closed. No other hover is made. The "open->hover"
+columns are the first hover after each ``didOpen``.
+
+``--new-environment``: every server starts with empty caches (its own, jedi's and parso's), as on the first
+start after installing: the warm-up column is then the warm-up a new user waits for.
 
 "Torch symbols" are the names that resolve to ``torch.*`` through the file's own imports (``torch.cat``,
 ``nn.Conv2d``, ``F.relu``, ``from torch.nn import Linear``), found with Python's ``ast``; each is hovered at
@@ -25,6 +29,7 @@ import ast
 import asyncio
 import statistics
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,6 +63,7 @@ class Result:
     rss_server_mb: float = 0.0
     rss_children_mb: float = 0.0
     warm_up_s: float = 0.0
+    after_open_ms: list[float] = field(default_factory=list)  # the first hover after each didOpen
 
 
 def tensor_method_names() -> frozenset[str]:
@@ -92,7 +98,12 @@ def torch_positions(text: str, methods: frozenset[str] = frozenset()) -> list[tu
 
 
 async def run_server(
-    name: str, files: list[Path], workspace: Path, methods: frozenset[str], just_opened: int = 0
+    name: str,
+    files: list[Path],
+    workspace: Path,
+    methods: frozenset[str],
+    just_opened: int = 0,
+    new_environment: Path | None = None,
 ) -> Result:
     result = Result(name)
     capabilities = types.ClientCapabilities(
@@ -101,7 +112,7 @@ async def run_server(
         ),
         window=types.WindowClientCapabilities(work_done_progress=True),
     )
-    client, result.initialize_ms = await start_server(name, capabilities, workspace)
+    client, result.initialize_ms = await start_server(name, capabilities, workspace, new_environment=new_environment)
     if just_opened:
         result.warm_up_s = await wait_for_warm_up(client.progress, timeout=300)  # type: ignore[attr-defined]
     first = not just_opened  # the first hover after start-up, before the warm-up ends, is reported on its own
@@ -112,6 +123,7 @@ async def run_server(
         if positions == []:
             continue
         client.text_document_did_open(types.DidOpenTextDocumentParams(types.TextDocumentItem(uri, "python", 1, text)))
+        opened = True
         for line, character in positions if positions is not None else torch_positions(text, methods):
             began = time.perf_counter()
             hover = await client.text_document_hover_async(
@@ -123,6 +135,9 @@ async def run_server(
                 first = False
             else:
                 result.warm_ms.append(elapsed)
+            if opened:
+                result.after_open_ms.append(elapsed)
+                opened = False
             result.total += 1
             result.answered += hover is not None
         client.text_document_did_close(types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(uri)))
@@ -161,7 +176,7 @@ def measure_startup(name: str, command: list[str], runs: int) -> None:
 def print_table(results: list[Result]) -> None:
     header = (
         f"{'server':<22}{'init ms':>9}{'1st hover':>11}{'p50 ms':>9}{'p95 ms':>9}{'max ms':>9}"
-        f"{'hovers':>9}{'answered':>10}{'RSS MB':>9}{'+children':>11}"
+        f"{'hovers':>9}{'answered':>10}{'RSS MB':>9}{'+children':>11}{'warm-up s':>11}{'open->hover p50/max':>21}"
     )
     print(header)
     print("-" * len(header))
@@ -169,7 +184,8 @@ def print_table(results: list[Result]) -> None:
         print(
             f"{r.server:<22}{r.initialize_ms:>9.0f}{r.first_hover_ms:>11.0f}{percentile(r.warm_ms, 50):>9.1f}"
             f"{percentile(r.warm_ms, 95):>9.1f}{max(r.warm_ms, default=float('nan')):>9.0f}{r.total:>9}"
-            f"{r.answered:>10}{r.rss_server_mb:>9.0f}{r.rss_children_mb:>11.0f}"
+            f"{r.answered:>10}{r.rss_server_mb:>9.0f}{r.rss_children_mb:>11.0f}{r.warm_up_s:>11.1f}"
+            f"{percentile(r.after_open_ms, 50):>13.0f} / {max(r.after_open_ms, default=float('nan')):<5.0f}"
         )
     if len(results) == 2 and results[0].warm_ms and results[1].warm_ms:
         a, b = results
@@ -184,6 +200,9 @@ def main() -> int:
     parser.add_argument("--files", type=int, default=12)
     parser.add_argument("--compare", choices=sorted(set(SERVERS) - {"torchls"}), help="also run this server")
     parser.add_argument("--startup-runs", type=int, default=5, help="separate start-ups to time (0: skip)")
+    parser.add_argument(
+        "--new-environment", action="store_true", help="start every server with empty caches (torchls, jedi, parso)"
+    )
     parser.add_argument(
         "--tensor-methods", action="store_true", help="also hover x.view, y.shape... on non-import receivers (jedi)"
     )
@@ -201,7 +220,11 @@ def main() -> int:
     print(f"{len(files)} files from {args.package}, {symbols} torch symbols, python {sys.executable}\n")
     names = ["torchls"] + ([args.compare] if args.compare else [])
     workspace = args.corpus / args.package
-    results = [asyncio.run(run_server(name, files, workspace, methods, args.just_opened)) for name in names]
+    results = []
+    for name in names:
+        with tempfile.TemporaryDirectory(prefix=f"{name}-new-env-") as fresh:
+            new_environment = Path(fresh) if args.new_environment else None
+            results.append(asyncio.run(run_server(name, files, workspace, methods, args.just_opened, new_environment)))
     if args.just_opened:
         print(f"hovers right after didOpen, {args.just_opened} per file, after the warm-up ended:")
     print_table(results)

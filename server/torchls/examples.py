@@ -24,14 +24,20 @@ class ExampleOffer:
 
 
 def _device_label(requested: str, info: TorchInfo | None) -> tuple[str, str, str]:
-    """``(device to request, how the title names it, why cpu is used instead)``."""
+    """``(device to request, how the title names it, why cpu is used instead)``.
+
+    The title names the setting, never what a probe of the interpreter found so far: the same setting gives the
+    same title in every editor, whether the probe had finished when the editor asked or not. Only a device the
+    probe found missing changes it (to cpu, saying why)."""
     if info is None:
         return requested, "自动选择的设备" if requested == "auto" else requested, ""
     try:
         chosen = choose_device(requested, info)
     except DeviceUnavailable:
         return "cpu", "cpu", f"（{requested} 不可用）"
-    return chosen, "cuda:0" if chosen == "cuda" else chosen, ""
+    if requested == "auto":
+        return chosen, "自动选择的设备", ""
+    return chosen, requested, ""
 
 
 def offers(entry: Entry, requested: str, info: TorchInfo | None) -> list[ExampleOffer]:
