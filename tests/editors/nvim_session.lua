@@ -1,5 +1,6 @@
--- Drives torchls from Neovim's built-in LSP client (0.7+: vim.lsp.start_client), the way a user's config does.
--- Run headless by tests/editors/test_neovim.py; every step's outcome goes to a JSON file the test reads.
+-- Drives torchls from Neovim's built-in LSP client through the README's config, the way a user's init.lua does.
+-- Run headless by tests/editors/test_neovim.py after it sourced the README snippet for this Neovim version (the
+-- snippet, not this script, starts and attaches the server); every step's outcome goes to a JSON file the test reads.
 -- Everything runs inside pcall and the script always quits: an error at the top level would hang Neovim.
 local out = { steps = {} }
 
@@ -41,6 +42,57 @@ local function request(bufnr, method, params)
   end
 end
 
+-- The ids of the LSP clients attached to a buffer (vim.lsp.get_clients is 0.10+, buf_get_clients 0.7-0.9).
+local function client_ids(bufnr)
+  local ids = {}
+  if vim.lsp.get_clients then
+    for _, client in ipairs(vim.lsp.get_clients({ bufnr = bufnr })) do
+      ids[#ids + 1] = client.id
+    end
+  else
+    for id in pairs(vim.lsp.buf_get_clients(bufnr)) do
+      ids[#ids + 1] = id
+    end
+  end
+  table.sort(ids)
+  return ids
+end
+
+-- Every running client named torchls: the README's config must start one per project, not one per file.
+local function torchls_clients()
+  local all = vim.lsp.get_clients and vim.lsp.get_clients() or vim.lsp.get_active_clients()
+  local ids = {}
+  for _, client in ipairs(all) do
+    if client.name == "torchls" then
+      ids[#ids + 1] = client.id
+    end
+  end
+  return ids
+end
+
+-- What `K` and `omnifunc` are in a buffer, as the user would see them.
+local function buffer_settings(bufnr)
+  local map = vim.api.nvim_buf_call(bufnr, function()
+    return vim.fn.maparg("K", "n", false, true)
+  end)
+  return {
+    k_buffer = map.buffer or 0,
+    k_callback = map.callback ~= nil,
+    k_desc = map.desc or vim.NIL,
+    omnifunc = vim.bo[bufnr].omnifunc,
+  }
+end
+
+-- The text of the first floating window (the hover `K` opens), or nil.
+local function floating_text()
+  for _, win in ipairs(vim.api.nvim_list_wins()) do
+    if vim.api.nvim_win_get_config(win).relative ~= "" then
+      local lines = vim.api.nvim_buf_get_lines(vim.api.nvim_win_get_buf(win), 0, -1, false)
+      return table.concat(lines, "\n"), win
+    end
+  end
+end
+
 -- The first code action that `wanted` accepts, or nil.
 local function first_action(actions, wanted)
   for _, action in ipairs(actions or {}) do
@@ -55,24 +107,47 @@ local ok, err = pcall(function()
   vim.cmd("edit " .. vim.fn.fnameescape(sample))
   local bufnr = vim.api.nvim_get_current_buf()
 
-  local client_id = step("start", function()
-    local id = vim.lsp.start_client({
-      name = "torchls",
-      cmd = { os.getenv("TORCHLS_PYTHON"), "-m", "torchls", "serve" },
-      root_dir = vim.fn.fnamemodify(sample, ":p:h"),
-      init_options = { runExample = { device = "cpu" } },
-    })
-    assert(id, "start_client returned nil")
-    vim.lsp.buf_attach_client(bufnr, id)
+  local client_id = step("attach", function()
+    local id
+    local ready = vim.wait(60000, function()
+      id = client_ids(bufnr)[1]
+      local client = id and vim.lsp.get_client_by_id(id)
+      return client ~= nil and client.initialized == true
+    end, 50)
+    assert(ready, "the README config attached no initialized client within 60 s")
     return id
   end)
 
-  step("attach", function()
-    local ready = vim.wait(60000, function()
-      local client = vim.lsp.get_client_by_id(client_id)
-      return client ~= nil and client.initialized == true
+  step("second file", function()
+    -- Another file of the same project, in a subfolder: the config must reuse the client, not start a second one.
+    vim.cmd("edit " .. vim.fn.fnameescape(os.getenv("TORCHLS_NVIM_SECOND")))
+    local second = vim.api.nvim_get_current_buf()
+    vim.wait(10000, function()
+      return #client_ids(second) > 0
     end, 50)
-    assert(ready, "the client did not finish initialize within 60 s")
+    out.second_clients = client_ids(second)
+    out.second_settings = buffer_settings(second)
+    vim.cmd("buffer " .. bufnr)
+    out.first_clients = client_ids(bufnr)
+    out.first_settings = buffer_settings(bufnr)
+    out.torchls_clients = torchls_clients()
+    out.root_dir = vim.lsp.get_client_by_id(client_id).config.root_dir
+  end)
+
+  step("K", function()
+    -- `K` as a user presses it: the float must hold the Chinese card, not pydoc's output.
+    local line, column = find_line(bufnr, "nn.CrossEntropyLoss")
+    vim.api.nvim_win_set_cursor(0, { line, column + #"nn.Cross" })
+    vim.cmd("normal K")
+    local text, win
+    vim.wait(60000, function()
+      text, win = floating_text()
+      return text ~= nil
+    end, 50)
+    out.k_hover = text or vim.NIL
+    if win then
+      vim.api.nvim_win_close(win, true)
+    end
   end)
 
   step("hover", function()
