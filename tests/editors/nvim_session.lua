@@ -117,6 +117,14 @@ local ok, err = pcall(function()
     assert(ready, "the README config attached no initialized client within 60 s")
     return id
   end)
+  -- UTF-16 on 0.7-0.10; 0.11+ offers UTF-8 first and torchls takes it.
+  local encoding = vim.lsp.get_client_by_id(client_id).offset_encoding
+  out.offset_encoding = encoding
+
+  -- The LSP position of a byte column on a 1-based line, in the negotiated encoding.
+  local function lsp_position(line, column)
+    return { line = line - 1, character = vim.lsp.util.character_offset(bufnr, line - 1, column, encoding) }
+  end
 
   step("second file", function()
     -- Another file of the same project, in a subfolder: the config must reuse the client, not start a second one.
@@ -153,7 +161,7 @@ local ok, err = pcall(function()
   step("hover", function()
     local line, column = find_line(bufnr, "nn.CrossEntropyLoss")
     vim.api.nvim_win_set_cursor(0, { line, column + #"nn.Cross" })
-    local params = vim.lsp.util.make_position_params()
+    local params = vim.lsp.util.make_position_params(0, encoding)
     out.hover_position = params.position
     local result = request(bufnr, "textDocument/hover", params)
     out.hover = result and result.contents and (result.contents.value or result.contents) or vim.NIL
@@ -184,14 +192,13 @@ local ok, err = pcall(function()
     local fix = first_action(actions, function(action) return action.kind == "quickfix" and action.edit end)
     assert(fix, "no quick fix offered: " .. vim.inspect(actions))
     out.fix_title = fix.title
-    vim.lsp.util.apply_workspace_edit(fix.edit, "utf-16")
+    vim.lsp.util.apply_workspace_edit(fix.edit, encoding)
     out.fixed_line = vim.api.nvim_buf_get_lines(bufnr, diagnostic.lnum, diagnostic.lnum + 1, false)[1]
   end)
 
   step("run example", function()
-    local line, column, text = find_line(bufnr, "nn.CrossEntropyLoss")
-    local _, utf16 = vim.str_utfindex(text, column + #"nn.Cross")
-    local position = { line = line - 1, character = utf16 }
+    local line, column = find_line(bufnr, "nn.CrossEntropyLoss")
+    local position = lsp_position(line, column + #"nn.Cross")
     local actions = request(bufnr, "textDocument/codeAction", {
       textDocument = { uri = vim.uri_from_bufnr(bufnr) },
       range = { start = position, ["end"] = position },
@@ -207,9 +214,8 @@ local ok, err = pcall(function()
   step("full card", function()
     -- The code action "查看完整卡片" runs torchls.showCard; without window/showDocument (Neovim 0.7 and 0.8) the
     -- card comes back as Markdown, and this puts it in a new buffer as the README's keymap does.
-    local line, column, text = find_line(bufnr, "nn.CrossEntropyLoss")
-    local _, utf16 = vim.str_utfindex(text, column + #"nn.Cross")
-    local position = { line = line - 1, character = utf16 }
+    local line, column = find_line(bufnr, "nn.CrossEntropyLoss")
+    local position = lsp_position(line, column + #"nn.Cross")
     local actions = request(bufnr, "textDocument/codeAction", {
       textDocument = { uri = vim.uri_from_bufnr(bufnr) },
       range = { start = position, ["end"] = position },

@@ -173,6 +173,13 @@ def test_neovim_readme_config_without_torchls(marker, tmp_path, artifacts):
     assert "Error" not in result["output"] and "E5108" not in result["output"], result["output"]
 
 
+def _units(text: str, encoding: str) -> int:
+    """The length of ``text`` in an LSP position encoding's code units."""
+    if encoding == "utf-16":
+        return len(text.encode("utf-16-le")) // 2
+    return len(text.encode("utf-8")) if encoding == "utf-8" else len(text)
+
+
 def _byte_column(line: str, needle: str) -> int:
     return len(line[: line.index(needle)].encode("utf-8"))
 
@@ -198,9 +205,10 @@ def test_neovim_readme_config_hover_diagnostic_quick_fix_and_example(marker, tmp
 
     lines = SAMPLE.splitlines()
     hover_line = next(i for i, text in enumerate(lines) if "nn.CrossEntropyLoss" in text)
-    # Neovim sent UTF-16: the emoji before the symbol counts as two units.
+    # Neovim sent the column in the negotiated encoding: with UTF-16 (0.7-0.10) the emoji before the symbol counts as
+    # two units, with UTF-8 (0.11+) every Chinese character as three.
     before = lines[hover_line][: lines[hover_line].index("nn.CrossEntropyLoss") + len("nn.Cross")]
-    assert result["hover_position"] == {"line": hover_line, "character": len(before.encode("utf-16-le")) // 2}
+    assert result["hover_position"] == {"line": hover_line, "character": _units(before, result["offset_encoding"])}
     assert "交叉熵" in result["hover"] and "torch.nn.CrossEntropyLoss" in result["hover"]
     # The compact card, ending with the name of the code action that opens the full one (Neovim runs no links).
     assert len(result["hover"].splitlines()) <= 20, result["hover"]
