@@ -117,6 +117,40 @@ local ok, err = pcall(function()
     assert(ready, "the README config attached no initialized client within 60 s")
     return id
   end)
+  -- Press `keys` (the README's keymaps, leader "\\") on nn.CrossEntropyLoss and return the lines of the window they
+  -- open, or of the current one once `shown_here` says it switched to the result; back to the sample afterwards.
+  local function press_on_symbol(keys, shown_here)
+    vim.cmd("buffer " .. bufnr)
+    local line, column = find_line(bufnr, "nn.CrossEntropyLoss")
+    vim.api.nvim_win_set_cursor(0, { line, column + #"nn.Cross" })
+    local before = {}
+    for _, win in ipairs(vim.api.nvim_list_wins()) do
+      before[win] = true
+    end
+    vim.cmd("normal " .. keys)
+    local lines, opened
+    local done = vim.wait(60000, function()
+      for _, win in ipairs(vim.api.nvim_list_wins()) do
+        if not before[win] then
+          opened = win
+          lines = vim.api.nvim_buf_get_lines(vim.api.nvim_win_get_buf(win), 0, -1, false)
+          return true
+        end
+      end
+      if shown_here and shown_here() then
+        lines = vim.api.nvim_buf_get_lines(0, 0, -1, false)
+        return true
+      end
+      return false
+    end, 50)
+    assert(done, keys .. " opened nothing within 60 s")
+    if opened then
+      vim.api.nvim_win_close(opened, true)
+    end
+    vim.cmd("buffer " .. bufnr)
+    return lines
+  end
+
   -- UTF-16 on 0.7-0.10; 0.11+ offers UTF-8 first and torchls takes it.
   local encoding = vim.lsp.get_client_by_id(client_id).offset_encoding
   out.offset_encoding = encoding
@@ -182,8 +216,16 @@ local ok, err = pcall(function()
 
   step("quickfix", function()
     local diagnostic = vim.diagnostic.get(bufnr)[1]
-    -- Back to LSP form (UTF-16 range, data with the fix), as vim.lsp.buf.code_action() sends them.
-    local line_diagnostics = vim.lsp.diagnostic.get_line_diagnostics(bufnr, diagnostic.lnum)
+    -- Back to LSP form (range in the negotiated encoding, data with the fix), as vim.lsp.buf.code_action() sends
+    -- them: 0.10+ keeps the server's diagnostic in user_data.lsp (get_line_diagnostics is deprecated there).
+    local line_diagnostics = {}
+    if vim.fn.has("nvim-0.10") == 1 then
+      for _, d in ipairs(vim.diagnostic.get(bufnr, { lnum = diagnostic.lnum })) do
+        line_diagnostics[#line_diagnostics + 1] = d.user_data.lsp
+      end
+    else
+      line_diagnostics = vim.lsp.diagnostic.get_line_diagnostics(bufnr, diagnostic.lnum)
+    end
     local actions = request(bufnr, "textDocument/codeAction", {
       textDocument = { uri = vim.uri_from_bufnr(bufnr) },
       range = line_diagnostics[1].range,
@@ -212,8 +254,9 @@ local ok, err = pcall(function()
   end)
 
   step("full card", function()
-    -- The code action "查看完整卡片" runs torchls.showCard; without window/showDocument (Neovim 0.7 and 0.8) the
-    -- card comes back as Markdown, and this puts it in a new buffer as the README's keymap does.
+    -- The code action "查看完整卡片" runs torchls.showCard; the card also comes back as Markdown (the only way on
+    -- Neovim 0.7 and 0.8, which have no window/showDocument), and this puts it in a new buffer as the README's
+    -- keymap does.
     local line, column = find_line(bufnr, "nn.CrossEntropyLoss")
     local position = lsp_position(line, column + #"nn.Cross")
     local actions = request(bufnr, "textDocument/codeAction", {
@@ -231,6 +274,18 @@ local ok, err = pcall(function()
     vim.api.nvim_buf_set_lines(0, 0, -1, false, vim.split(result.markdown, "\n"))
     out.card_lines = vim.api.nvim_buf_get_lines(0, 0, -1, false)
     vim.cmd("close")
+  end)
+
+  step("<leader>tc", function()
+    -- The README's keymap, pressed: a new buffer with the Markdown card, or (0.9+, window/showDocument) the card's
+    -- file opened in the current window.
+    out.keymap_card = press_on_symbol("\\tc", function()
+      return vim.api.nvim_buf_get_name(0):match("%.md$") ~= nil
+    end)[1]
+  end)
+
+  step("<leader>te", function()
+    out.keymap_run = table.concat(press_on_symbol("\\te"), "\n")
   end)
 
   vim.lsp.stop_client(client_id)

@@ -33,12 +33,22 @@ SNIPPETS: dict[str, tuple[tuple[int, int], tuple[int, int] | None]] = {
 MISSING_MESSAGE = "torchls：找不到命令 torchls，没有启动语言服务器"
 
 
+def _readme_lua_blocks() -> list[str]:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    return re.findall(r"^```lua\n(.*?)^```$", readme, flags=re.MULTILINE | re.DOTALL)
+
+
+def readme_keymaps() -> str:
+    """The README's `<leader>tc` (full card) and `<leader>te` (run example) keymaps, as written."""
+    [card] = [block for block in _readme_lua_blocks() if '"<leader>tc"' in block]
+    [run] = [block for block in _readme_lua_blocks() if '"<leader>te"' in block]
+    return card + "\n" + run
+
+
 def readme_snippets() -> dict[str, str]:
     """The README's ```lua blocks that start with ``-- torchls: Neovim <versions>``, by versions, as written."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    blocks = re.findall(r"^```lua\n(.*?)^```$", readme, flags=re.MULTILINE | re.DOTALL)
     found: dict[str, str] = {}
-    for block in blocks:
+    for block in _readme_lua_blocks():
         marker = re.match(r"-- torchls: Neovim (\S+)\n", block)
         if marker:
             found[marker.group(1)] = block
@@ -95,11 +105,12 @@ def _launcher(tmp_path: Path) -> Path:
     return folder
 
 
-def _run_nvim(nvim: str, snippet: Path, script: Path, env: dict[str, str], artifacts: Path, name: str) -> dict:
-    """Source the README snippet, then run ``script``; return the JSON it wrote."""
+def _run_nvim(nvim: str, sources: list[Path], script: Path, env: dict[str, str], artifacts: Path, name: str) -> dict:
+    """Source the README's Lua (``sources``, as a user's init.lua would), then run ``script``; return its JSON."""
     result_file = Path(env["TORCHLS_NVIM_RESULT"])
+    sourced = [arg for source in sources for arg in ("-c", f"luafile {source}")]
     completed = subprocess.run(
-        [nvim, "--headless", "--clean", "-n", "-c", f"luafile {snippet}", "-c", f"luafile {script}"],
+        [nvim, "--headless", "--clean", "-n", *sourced, "-c", f"luafile {script}"],
         env=env,
         capture_output=True,
         text=True,
@@ -162,7 +173,7 @@ def test_neovim_readme_config_without_torchls(marker, tmp_path, artifacts):
     assert shutil.which("torchls", path=SYSTEM_PATH) is None, "torchls is installed system-wide; cannot test this"
     sample, second = _project(tmp_path)
     env = _env(tmp_path, sample, second, SYSTEM_PATH)
-    result = _run_nvim(nvim, _write_snippet(tmp_path, marker), NO_SERVER_SCRIPT, env, artifacts, "neovim-no-server")
+    result = _run_nvim(nvim, [_write_snippet(tmp_path, marker)], NO_SERVER_SCRIPT, env, artifacts, "neovim-no-server")
     assert result["ok"], result
     assert result["clients"] == 0
     # One message for two Python files, and nothing else: no spawn error, no Lua traceback.
@@ -190,7 +201,9 @@ def test_neovim_readme_config_hover_diagnostic_quick_fix_and_example(marker, tmp
     _skip_unless_installed(nvim, marker)
     sample, second = _project(tmp_path)
     env = _env(tmp_path, sample, second, f"{_launcher(tmp_path)}:{SYSTEM_PATH}")
-    result = _run_nvim(nvim, _write_snippet(tmp_path, marker), SCRIPT, env, artifacts, "neovim")
+    keymaps = tmp_path / "keymaps.lua"
+    keymaps.write_text(readme_keymaps(), encoding="utf-8")
+    result = _run_nvim(nvim, [_write_snippet(tmp_path, marker), keymaps], SCRIPT, env, artifacts, "neovim")
     assert result["ok"], result
 
     # One server for the project: both files on the same client, whose root is the folder with pyproject.toml.
@@ -227,9 +240,13 @@ def test_neovim_readme_config_hover_diagnostic_quick_fix_and_example(marker, tmp
     assert result["run_summary"].startswith("示例在 cpu 上"), result["run_summary"]
     assert result["run_stdout"].strip()
 
-    # The full card: the code action ran torchls.showCard; Neovim 0.7 has no window/showDocument, so the card came
-    # back as Markdown (also written to the cache folder) and went into a buffer.
+    # The full card: the code action ran torchls.showCard; the card came back as Markdown (also written to the cache
+    # folder; Neovim 0.9+ also opened it through window/showDocument, 0.7 has no such request) and went into a buffer.
     assert result["card_title"] == "查看完整卡片：torch.nn.CrossEntropyLoss"
     assert result["card_lines"][0] == "# torch.nn.CrossEntropyLoss"
     assert "**⚠️ 避坑**" in result["card_lines"] and "**参数**" in result["card_lines"]
     assert result["card_uri"].endswith("/cards/torch.nn.CrossEntropyLoss.md")
+
+    # The README's keymaps, pressed: the full card, and the example's output in a buffer.
+    assert result["keymap_card"] == "# torch.nn.CrossEntropyLoss", result["keymap_card"]
+    assert result["keymap_run"].startswith("示例在 cpu 上"), result["keymap_run"]
