@@ -97,10 +97,14 @@ def track_progress(client: LanguageClient) -> dict[object, list[str]]:
     return progress
 
 
-async def wait_for_warm_up(progress: dict[object, list[str]], timeout: float) -> float:
-    """Seconds until every ``$/progress`` the server began has ended (0 for servers that report none)."""
+async def wait_for_warm_up(progress: dict[object, list[str]], timeout: float, begin_within: float = 10.0) -> float:
+    """Seconds until every ``$/progress`` the server began has ended (0 for servers that report none).
+
+    A server that reports progress begins within ``begin_within`` seconds (torchls makes its session, and imports
+    its analysis, after ``initialized``; on a busy machine that alone can take a second)."""
     began = time.perf_counter()
-    await asyncio.sleep(0.5)  # a server that reports progress has begun by now
+    while not progress and time.perf_counter() - began < begin_within:
+        await asyncio.sleep(0.05)
     while progress and not all(kinds and kinds[-1] == "end" for kinds in progress.values()):
         if time.perf_counter() - began > timeout:
             break
