@@ -9,6 +9,7 @@ console script, ``explain``, ``check`` and an LSP hover must all find the knowle
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import os
 import subprocess
 import sys
@@ -73,6 +74,8 @@ def _clean_env(cache: Path) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def dist(tmp_path_factory) -> Path:
+    if importlib.util.find_spec("build") is None:
+        pytest.fail("this environment lacks `build` (a dev extra): run `.venv/bin/pip install -e '.[dev]'` again")
     out = tmp_path_factory.mktemp("dist")
     # --no-isolation: hatchling comes from the dev extras, so building needs no index.
     built = subprocess.run(
