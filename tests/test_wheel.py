@@ -121,6 +121,7 @@ def test_sdist_has_what_the_wheel_is_built_from(dist: Path):
         names = {name.split("/", 1)[1] for name in archive.getnames() if "/" in name}
     assert {"pyproject.toml", "README.md", "server/torchls/__init__.py"} <= names
     assert "knowledge/torch/nn/CrossEntropyLoss.yaml" in names
+    assert not [name for name in names if name.startswith("vscode-client/")]  # the extension ships as a .vsix
 
 
 def test_wheel_carries_the_whole_knowledge_base(dist: Path):
@@ -163,6 +164,13 @@ def test_check_finds_softmax_fed_to_cross_entropy(installed: Installed):
     result = installed.run(installed.torchls, "check", "train.py")
     assert result.returncode == 1, result.stdout + result.stderr
     assert "train.py:6:" in result.stdout and " TL301 " in result.stdout
+
+
+def test_demo_hovers_its_packaged_sample(installed: Installed):
+    """The README's first command, from the wheel: the sample file ships in the package, every hover answers."""
+    result = installed.run(installed.torchls, "demo", "--lines", "3", timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "site-packages/torchls/samples/quickstart.py" in result.stdout
 
 
 def test_kb_new_does_not_write_into_the_installed_package(installed: Installed):
