@@ -147,8 +147,11 @@ def test_the_package_and_its_knowledge_come_from_the_environment(installed: Inst
     assert torch == "None"  # the environment is fresh: torch is only read through the configured interpreter
 
 
-def test_console_script_version(installed: Installed):
-    result = installed.run(installed.torchls, "--version")
+@pytest.mark.parametrize("launcher", ["torchls", "python -m torchls"])
+def test_version(installed: Installed, launcher: str):
+    """Both ways editors start the server: the console script, and the module (the VS Code extension's way)."""
+    command = [str(installed.venv / "bin" / launcher.split()[0]), *launcher.split()[1:]]
+    result = installed.run(*command, "--version")
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == f"torchls {__version__}"
 
