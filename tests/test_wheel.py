@@ -9,6 +9,7 @@ console script, ``explain``, ``check`` and an LSP hover must all find the knowle
 from __future__ import annotations
 
 import asyncio
+import functools
 import importlib.util
 import os
 import subprocess
@@ -27,7 +28,13 @@ from torchls.kb.base import KnowledgeBase
 from .lsp.helpers import hover, open_document, start_server, utf16_position, vscode_initialize, wait_until_warm
 
 ROOT = Path(__file__).resolve().parent.parent
-CARD = KnowledgeBase.load(use_cache=False).get("torch.nn.CrossEntropyLoss")
+
+
+@functools.cache
+def _summary() -> str:
+    """The checkout's one-line summary of the card the installed commands must show."""
+    return KnowledgeBase.load(use_cache=False).get("torch.nn.CrossEntropyLoss").summary
+
 
 BUGGY = """\
 import torch
@@ -159,7 +166,7 @@ def test_version(installed: Installed, launcher: str):
 def test_explain_prints_the_chinese_card(installed: Installed):
     result = installed.run(installed.torchls, "explain", "nn.CrossEntropyLoss")
     assert result.returncode == 0, result.stderr
-    assert CARD.summary in result.stdout and "避坑" in result.stdout
+    assert _summary() in result.stdout and "避坑" in result.stdout
 
 
 def test_check_finds_softmax_fed_to_cross_entropy(installed: Installed):
@@ -193,7 +200,7 @@ async def test_hover_over_stdio_shows_the_chinese_card(installed: Installed):
         uri = (installed.work / "model.py").as_uri()
         await open_document(client, uri, SOURCE)
         card = await asyncio.wait_for(hover(client, uri, utf16_position(SOURCE, "nn.CrossEntropyLoss", "Cross")), 60)
-        assert card is not None and CARD.summary in card.contents.value
+        assert card is not None and _summary() in card.contents.value
         # No entry for ChannelShuffle: its English docstring can only come from the configured interpreter's torch.
         english = await asyncio.wait_for(hover(client, uri, utf16_position(SOURCE, "nn.ChannelShuffle", "Channel")), 60)
         assert english is not None and "channel" in english.contents.value.lower()
