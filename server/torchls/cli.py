@@ -57,7 +57,9 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("folders", nargs="*", type=Path, help="额外的知识库目录")
     new = kb_commands.add_parser("new", help="按已安装 torch 的签名和文档为一个 API 生成条目骨架")
     new.add_argument("name", help="API 的公开名，如 torch.nn.Conv3d、torch.Tensor.add_")
-    new.add_argument("--folder", type=Path, help="写到这个知识库目录（默认：内置的 knowledge/）")
+    new.add_argument(
+        "--folder", type=Path, help="写到这个知识库目录（默认：源码仓库里的 knowledge/；安装好的 torchls 必须指定）"
+    )
     new.add_argument("--python", metavar="PATH", help="读取这个解释器里的 torch（默认：torchls 自己的）")
     new.add_argument("--stdout", action="store_true", help="只打印骨架，不写文件")
     new.add_argument("--force", action="store_true", help="条目文件已存在时也覆盖")
@@ -237,9 +239,17 @@ def _kb_check(folders: list[Path]) -> int:
 
 
 def _kb_new(args: argparse.Namespace) -> int:
-    from torchls.kb.base import shipped_folder
+    from torchls.kb.base import writable_shipped_folder
     from torchls.kb.skeleton import SkeletonError, entry_path, introspect, skeleton_yaml
 
+    folder = args.folder or writable_shipped_folder()
+    if folder is None and not args.stdout:
+        print(
+            "torchls: 这是安装好的 torchls，条目不能写进包里的知识库（升级时会丢失）；"
+            "请用 --folder 指定团队知识库目录，或者用 --stdout 只打印骨架",
+            file=sys.stderr,
+        )
+        return 2
     try:
         facts = introspect(args.name, args.python)
     except SkeletonError as error:
@@ -249,7 +259,8 @@ def _kb_new(args: argparse.Namespace) -> int:
     if args.stdout:
         print(text, end="")
         return 0
-    path = entry_path(args.folder or shipped_folder(), facts.name)
+    assert folder is not None  # checked above, before introspecting torch
+    path = entry_path(folder, facts.name)
     if path.exists() and not args.force:
         print(f"torchls: {path} 已存在；要覆盖请加 --force", file=sys.stderr)
         return 1

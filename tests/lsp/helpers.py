@@ -152,3 +152,11 @@ def apply_text_edits(text: str, edits: list[types.TextEdit]) -> str:
         text = text[:start] + edit.new_text + text[end:]
         lines = text.split("\n")
     return text
+
+
+async def start_server(command: list[str], env: dict[str, str], cwd: Path | None = None) -> LanguageClient:
+    """The recording client, connected over stdio to a server started with ``command`` in ``cwd`` with exactly
+    ``env`` (for a server installed elsewhere than this checkout, such as the wheel's)."""
+    client = _recording_client()
+    await client.start_io(*command, env=env, cwd=cwd)
+    return client

@@ -21,11 +21,24 @@ def shipped_folder() -> Path:
     explicit = os.environ.get("TORCHLS_KNOWLEDGE")
     if explicit:
         return Path(explicit)
-    package = Path(__file__).resolve().parent.parent
-    packaged = package / "_knowledge"
+    packaged = _packaged_folder()
     if packaged.is_dir():
         return packaged
-    return package.parent.parent / "knowledge"
+    return packaged.parent.parent.parent / "knowledge"
+
+
+def _packaged_folder() -> Path:
+    return Path(__file__).resolve().parent.parent / "_knowledge"
+
+
+def writable_shipped_folder() -> Path | None:
+    """The shipped folder where new entries may go: a checkout's ``knowledge/`` or ``$TORCHLS_KNOWLEDGE``.
+
+    None in an installed package: what is written into site-packages is lost on the next upgrade.
+    """
+    if os.environ.get("TORCHLS_KNOWLEDGE") or not _packaged_folder().is_dir():
+        return shipped_folder()
+    return None
 
 
 @dataclass(slots=True)
