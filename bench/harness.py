@@ -80,9 +80,18 @@ async def start_server(
     return client, elapsed
 
 
-def track_progress(client: LanguageClient) -> dict[object, list[str]]:
-    """Record the ``$/progress`` reports a server sends: token -> the kinds reported so far (begin, report, end)."""
-    progress: dict[object, list[str]] = {}
+class Progress(dict):
+    """token -> the kinds of ``$/progress`` reported so far (begin, report, end); ``ended_at``: token -> when
+    (``time.perf_counter()``) its end arrived."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ended_at: dict[object, float] = {}
+
+
+def track_progress(client: LanguageClient) -> Progress:
+    """Record the ``$/progress`` reports a server sends."""
+    progress = Progress()
 
     @client.feature(types.WINDOW_WORK_DONE_PROGRESS_CREATE)
     def _create(params: types.WorkDoneProgressCreateParams) -> None:
@@ -93,12 +102,15 @@ def track_progress(client: LanguageClient) -> dict[object, list[str]]:
         value = params.value
         kind = value.get("kind") if isinstance(value, dict) else getattr(value, "kind", None)
         progress.setdefault(params.token, []).append(str(kind))
+        if kind == "end":
+            progress.ended_at[params.token] = time.perf_counter()
 
     return progress
 
 
-async def wait_for_warm_up(progress: dict[object, list[str]], timeout: float, begin_within: float = 10.0) -> float:
-    """Seconds until every ``$/progress`` the server began has ended (0 for servers that report none).
+async def wait_for_warm_up(progress: Progress, timeout: float, begin_within: float = 10.0) -> float:
+    """Seconds until every ``$/progress`` the server began has ended (0 for servers that report none). For the
+    seconds until the first one ended (torchls: ready, before the entries' signatures), see :func:`first_end`.
 
     A server that reports progress begins within ``begin_within`` seconds (torchls makes its session, and imports
     its analysis, after ``initialized``; on a busy machine that alone can take a second)."""
@@ -110,6 +122,11 @@ async def wait_for_warm_up(progress: dict[object, list[str]], timeout: float, be
             break
         await asyncio.sleep(0.05)
     return time.perf_counter() - began if progress else 0.0
+
+
+def first_end(progress: Progress, since: float) -> float:
+    """Seconds from ``since`` (a ``time.perf_counter()``) until the first ``$/progress`` ended; 0 if none did."""
+    return min(progress.ended_at.values(), default=since) - since
 
 
 async def _drain(stream: asyncio.StreamReader, tail: collections.deque) -> None:

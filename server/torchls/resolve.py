@@ -221,18 +221,30 @@ class Resolver:
         """Warm-up as small steps ``(label, step)``: the caller runs each on the worker thread and can report
         progress between them, and user requests queued meanwhile wait for one step at most.
 
-        First jedi reads torch's stubs and modules (the seconds-long cold cost), then the live signatures of
-        ``names`` (the knowledge-base entries) are cached so hover cards never wait for them.
+        First what makes torchls ready (:meth:`ready_plan`), then the live signatures of ``names``
+        (:meth:`signature_plan`).
         """
+        return self.ready_plan() + self.signature_plan(names)
+
+    def ready_plan(self) -> list[tuple[str, Callable[[], object]]]:
+        """jedi reads torch's stubs and modules (the seconds-long cold cost) and lists the indexed namespaces:
+        from then on completion and hover answer at their usual speed."""
         members = self.member_plan()
         steps: list[tuple[str, Callable[[], object]]] = [members[0]]  # what an earlier session saved, first
         steps.extend((f"jedi 正在读取 {label}", partial(self._ask, "infer_end", code)) for code, label in _WARM_UP)
         steps.extend(members[1:])  # the indexed namespaces' members, then saved
-        described = [(f"读取签名：{name}", partial(self.describe, name)) for name in names]
-        steps.extend(described)
-        if described:
-            steps.append(("保存签名缓存", self.save_members))  # the next start skips what was read here
         return steps
+
+    def signature_plan(self, names: Iterable[str]) -> list[tuple[str, Callable[[], object]]]:
+        """The live signatures of ``names`` (the knowledge-base entries), cached and saved so that hover cards do
+        not wait for them. In a new environment this is most of the warm-up (20-30 s: jedi parses each module
+        an entry lives in); a hover on an entry not read yet reads its signature first, ahead of these steps."""
+        described: list[tuple[str, Callable[[], object]]] = [
+            (f"读取签名：{name}", partial(self.describe, name)) for name in names
+        ]
+        if described:
+            described.append(("保存签名缓存", self.save_members))  # the next start skips what was read here
+        return described
 
     def member_plan(self) -> list[tuple[str, Callable[[], object]]]:
         """Warm-up steps for completion: load the members kept on disk, read the indexed namespaces, save.

@@ -110,17 +110,23 @@ async def start_warm_in(client: LanguageClient, root: Path) -> None:
 
 
 async def wait_until_warm(client: LanguageClient, timeout: float = 180.0) -> list:
-    """Wait for the server's warm-up ``$/progress`` to end; returns that token's reports."""
+    """Wait for the server's warm-up ``$/progress`` to end, and the reading of signatures it begins before it ends
+    (so a test sees every entry's live signature); returns the warm-up token's reports."""
     import asyncio
 
     deadline = asyncio.get_running_loop().time() + timeout
     while True:
-        for reports in client.progress_reports.values():
-            if reports and isinstance(reports[-1], types.WorkDoneProgressEnd):
-                return reports
+        ended = {token: reports for token, reports in client.progress_reports.items() if _ended(reports)}
+        warm_up = [reports for token, reports in ended.items() if str(token).startswith("torchls-warmup-")]
+        if warm_up and len(ended) == len(client.progress_reports):
+            return warm_up[0]
         if asyncio.get_running_loop().time() > deadline:
             raise AssertionError("the server never finished warming up")
         await asyncio.sleep(0.1)
+
+
+def _ended(reports: list) -> bool:
+    return bool(reports) and isinstance(reports[-1], types.WorkDoneProgressEnd)
 
 
 async def wait_for(condition, timeout: float = 30.0, message: str = "timed out waiting for the server") -> None:

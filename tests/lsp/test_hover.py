@@ -147,8 +147,14 @@ async def test_every_import_style_reaches_the_card(client: LanguageClient, kb, i
 async def test_warm_up_reports_progress(client: LanguageClient):
     begin, *middle, end = client.warm_up_reports
     assert isinstance(begin, types.WorkDoneProgressBegin) and begin.title == "torchls 预热"
-    assert isinstance(end, types.WorkDoneProgressEnd)
+    assert isinstance(end, types.WorkDoneProgressEnd) and end.message == "torchls 已就绪"
+    assert any("读取成员" in (report.message or "") for report in middle)
+    # The entries' signatures are read after torchls is ready, under a report of their own.
+    (signatures,) = [reports for token, reports in client.progress_reports.items() if "signatures" in str(token)]
+    begin, *middle, end = signatures
+    assert isinstance(begin, types.WorkDoneProgressBegin) and begin.title == "torchls 读取签名"
     assert any("读取签名" in (report.message or "") for report in middle)
+    assert isinstance(end, types.WorkDoneProgressEnd)
 
 
 async def test_card_shows_the_installed_signature(client: LanguageClient):

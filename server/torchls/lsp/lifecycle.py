@@ -6,6 +6,7 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
@@ -13,6 +14,9 @@ from torchls import memory
 from torchls.lsp import completion, diagnostics
 from torchls.lsp.server import TorchLanguageServer
 from torchls.settings import Settings, parse_settings
+
+if TYPE_CHECKING:
+    from torchls.resolve import Resolver
 
 log = logging.getLogger(__name__)
 KNOWLEDGE_POLL_SECONDS = 1.0  # how often team knowledge folders are checked for edits
@@ -58,27 +62,30 @@ async def _pull_configuration(ls: TorchLanguageServer) -> object | None:
     return result[0] if result else None
 
 
-async def warm_up(ls: TorchLanguageServer) -> None:
-    """Pay jedi's cold cost in the background, one small step at a time, reporting ``$/progress``."""
-    session = ls.session
-    assert session is not None
-    resolver = session.resolver
+async def _begin_progress(ls: TorchLanguageServer, kind: str, title: str, message: str) -> str | None:
+    """A ``$/progress`` token begun with ``title``, or None when the client takes no progress reports."""
     window = ls.client_capabilities.window
-    token: str | None = None
-    if window and window.work_done_progress:
-        token = f"torchls-warmup-{uuid.uuid4().hex[:8]}"
-        try:
-            await ls.work_done_progress.create_async(token)
-            ls.work_done_progress.begin(
-                token, types.WorkDoneProgressBegin(title="torchls 预热", message="正在读取 torch", percentage=0)
-            )
-        except Exception as error:
-            log.info("client refused a progress token: %s", error)
-            token = None
-    steps = resolver.warm_up_plan(sorted(session.kb.entries))
+    if not (window and window.work_done_progress):
+        return None
+    token = f"torchls-{kind}-{uuid.uuid4().hex[:8]}"
+    try:
+        await ls.work_done_progress.create_async(token)
+        ls.work_done_progress.begin(token, types.WorkDoneProgressBegin(title=title, message=message, percentage=0))
+    except Exception as error:
+        log.info("client refused a progress token: %s", error)
+        return None
+    return token
+
+
+async def _run_steps(
+    ls: TorchLanguageServer, resolver: Resolver, steps: list[tuple[str, Callable[[], object]]], token: str | None
+) -> None:
+    """Run warm-up ``steps`` one by one at background priority (a user's request goes first), reporting on
+    ``token``; stops when the interpreter changes (a new warm-up has started) or the jedi process fails."""
+    session = ls.session
     for index, (label, step) in enumerate(steps):
-        if resolver is not session.resolver:
-            break  # the interpreter changed: a new warm-up has started
+        if session is None or resolver is not session.resolver:
+            break
         try:
             await asyncio.wrap_future(resolver.submit(step, background=True))
         except Exception as error:  # executor closed or jedi failure: warm-up is best effort
@@ -88,6 +95,19 @@ async def warm_up(ls: TorchLanguageServer) -> None:
             ls.work_done_progress.report(
                 token, types.WorkDoneProgressReport(message=label, percentage=(index + 1) * 100 // len(steps))
             )
+
+
+async def warm_up(ls: TorchLanguageServer) -> None:
+    """Pay jedi's cold cost in the background, one small step at a time, reporting ``$/progress``.
+
+    Two reports: "torchls 预热" until torch is read and completion's namespaces are listed (torchls is then
+    ready), and "torchls 读取签名" while the knowledge-base entries' live signatures are read and saved (in a new
+    environment most of the time; a hover on an entry not read yet reads its own first)."""
+    session = ls.session
+    assert session is not None
+    resolver = session.resolver
+    token = await _begin_progress(ls, "warmup", "torchls 预热", "正在读取 torch")
+    await _run_steps(ls, resolver, resolver.ready_plan(), token)
     resolver.warm.set()
     if resolver is session.resolver:
         await completion.prepare_lists(ls)  # the first ``torch.`` after warm-up does not build them
@@ -106,8 +126,15 @@ async def warm_up(ls: TorchLanguageServer) -> None:
             torch_problem = None
         if torch_problem:
             ls.show(torch_problem)
+    signatures = resolver.signature_plan(sorted(session.kb.entries)) if resolver is session.resolver else []
+    # Begun before the first report ends, so a client never sees a moment with no torchls progress open.
+    signatures_token = await _begin_progress(ls, "signatures", "torchls 读取签名", "正在读取知识库条目的签名")
     if token:
         ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message="torchls 已就绪"))
+    await _run_steps(ls, resolver, signatures, signatures_token)
+    resolver.submit(resolver.freeze, background=True)  # what the signatures added, too
+    if signatures_token:
+        ls.work_done_progress.end(signatures_token, types.WorkDoneProgressEnd(message="签名已读取"))
 
 
 async def watch_knowledge(ls: TorchLanguageServer) -> None:
