@@ -12,6 +12,8 @@ import asyncio
 import functools
 import importlib.util
 import os
+import re
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -207,3 +209,40 @@ async def test_hover_over_stdio_shows_the_chinese_card(installed: Installed):
         assert not [m.message for m in client.messages if m.type == types.MessageType.Error]
     finally:
         await asyncio.wait_for(client.shutdown_session(), 30)
+
+
+def _readme_install_block() -> list[str]:
+    """The README's wheel install commands (the ```bash block headed ``# torchls：构建 wheel``), as written."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"^```bash\n(# torchls：构建 wheel.*?)^```$", readme, flags=re.MULTILINE | re.DOTALL)
+    assert len(blocks) == 1, "the README has no (or more than one) wheel install block"
+    return [line for line in blocks[0].splitlines() if line.strip() and not line.startswith("#")]
+
+
+def test_readme_install_block_works_as_written(tmp_path: Path):
+    """Pasted in a copy of the repository with a fresh home: builds the wheel, installs it, prints the card."""
+    source = tmp_path / "torchls"
+    tracked = subprocess.run(
+        ["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, text=True, check=True, timeout=60
+    ).stdout.split("\0")
+    for name in filter(None, tracked):
+        if (ROOT / name).is_file():
+            (source / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, source / name)
+    env = _clean_env(tmp_path / "cache") | {"HOME": str(tmp_path / "home")}
+    output = ""
+    for command in _readme_install_block():
+        step = subprocess.run(
+            ["bash", "-euo", "pipefail", "-c", command],
+            cwd=source,
+            env=env,
+            capture_output=True,
+            text=True,
+            encoding="utf-8",
+            timeout=600,
+        )
+        if step.returncode != 0 and any(sign in step.stderr for sign in _OFFLINE):
+            pytest.skip(f"no package index reachable for `{command}`: {step.stderr[-300:]}")
+        assert step.returncode == 0, f"{command}\n{step.stdout}\n{step.stderr}"
+        output = step.stdout
+    assert _summary() in output and "避坑" in output
