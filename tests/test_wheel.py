@@ -55,7 +55,12 @@ import torch.nn as nn
 
 
 # What pip says when no index can be reached: the only failure of the install that is not the wheel's fault.
-_OFFLINE = ("Network is unreachable", "Temporary failure in name resolution", "Failed to establish a new connection")
+_OFFLINE = (
+    "Network is unreachable",
+    "Temporary failure in name resolution",
+    "Failed to establish a new connection",
+    "dns error",  # uv's words for the same
+)
 
 
 @dataclass(frozen=True)
@@ -246,3 +251,45 @@ def test_readme_install_block_works_as_written(tmp_path: Path):
         assert step.returncode == 0, f"{command}\n{step.stdout}\n{step.stderr}"
         output = step.stdout
     assert _summary() in output and "避坑" in output
+
+
+# How each tool installs a wheel as a command of its own, its folders kept under ``home``.
+_TOOL_INSTALLS = {
+    "pipx": (["install"], lambda home: {"PIPX_HOME": str(home / "pipx"), "PIPX_BIN_DIR": str(home / "bin")}),
+    "uv": (
+        ["tool", "install"],
+        lambda home: {
+            "UV_TOOL_DIR": str(home / "tools"),
+            "UV_TOOL_BIN_DIR": str(home / "bin"),
+            "UV_CACHE_DIR": str(home / "uv-cache"),
+        },
+    ),
+}
+
+
+@pytest.mark.parametrize("tool", sorted(_TOOL_INSTALLS))
+def test_tool_install_of_the_wheel_gives_a_working_command(tool: str, dist: Path, tmp_path: Path):
+    """``pipx install`` / ``uv tool install`` of the same wheel: a `torchls` command that finds its knowledge."""
+    (wheel,) = dist.glob("torchls-*.whl")
+    executable = Path(sys.executable).with_name(tool)
+    if not executable.is_file():
+        pytest.fail(f"this environment lacks {tool} (a dev extra): run `.venv/bin/pip install -e '.[dev]'` again")
+    arguments, folders = _TOOL_INSTALLS[tool]
+    env = _clean_env(tmp_path / "cache") | {"HOME": str(tmp_path)} | folders(tmp_path)
+    install = subprocess.run(
+        [str(executable), *arguments, str(wheel)], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600
+    )
+    if install.returncode != 0 and any(sign in install.stderr for sign in _OFFLINE):
+        pytest.skip(f"{tool} cannot fetch the wheel's dependencies (no package index reachable)")
+    assert install.returncode == 0, install.stdout + install.stderr
+    explain = subprocess.run(
+        [str(tmp_path / "bin" / "torchls"), "explain", "nn.CrossEntropyLoss"],
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert explain.returncode == 0, explain.stderr
+    assert _summary() in explain.stdout
