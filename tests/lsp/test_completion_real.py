@@ -104,7 +104,12 @@ def _reading_signatures(client: LanguageClient) -> bool:
 
 
 def _warm_up_finished(client: LanguageClient) -> bool:
-    return any(isinstance(report, types.WorkDoneProgressEnd) for report in _progress(client))
+    """The whole warm-up ended: torchls was ready, and then the entries' signatures were read (their report
+    ends last)."""
+    return any(
+        str(token).startswith("torchls-signatures-") and reports and isinstance(reports[-1], types.WorkDoneProgressEnd)
+        for token, reports in client.progress_reports.items()
+    )
 
 
 async def open_marked(client: LanguageClient, marked: str) -> tuple[types.CompletionParams, float]:
