@@ -29,6 +29,7 @@ assert torchls.__file__.startswith(sys.argv[1]), torchls.__file__
 assert _BaseLoader is yaml.SafeLoader
 session = Session()
 assert "交叉熵" in session.kb.get("torch.nn.CrossEntropyLoss").summary
+assert "knowledge-" in str(session.kb.folders[0]), session.kb.folders
 session.close()
 """
 
@@ -64,10 +65,27 @@ def test_the_bundle_runs_the_server_without_anything_installed(tmp_path):
     assert built.returncode == 0, built.stderr[-3000:]
     assert not [path for pattern in ("*.so", "*.pyd") for path in target.rglob(pattern)]
     assert not list(target.rglob("__pycache__")) and not (target / "bin").exists()
-    assert (target / "torchls" / "_knowledge").is_dir()
+    assert (target / "torchls" / "_knowledge.zip").is_file() and not (target / "torchls" / "_knowledge").exists()
+    lowered = [path.as_posix().lower() for path in target.rglob("*")]
+    assert len(lowered) == len(set(lowered))  # a .vsix refuses paths that differ only in case
     env = {key: value for key, value in os.environ.items() if not key.startswith("PYTHON")}
     env.update(PYTHONPATH=str(target), TORCHLS_CACHE_DIR=str(tmp_path / "cache"))
     ran = subprocess.run(
         ["python3", "-S", "-c", SMOKE, str(target)], env=env, capture_output=True, text=True, timeout=300
     )
     assert ran.returncode == 0, ran.stderr[-3000:]
+
+
+def test_the_zipped_knowledge_base_is_unpacked_once_per_archive(tmp_path):
+    import zipfile
+
+    from torchls.kb.archive import unpacked
+
+    archive = tmp_path / "_knowledge.zip"
+    with zipfile.ZipFile(archive, "w") as opened:
+        opened.writestr("torch/Tensor.yaml", "name: torch.Tensor\n")
+        opened.writestr("torch/tensor.yaml", "name: torch.tensor\n")
+    first = unpacked(archive, tmp_path / "cache")
+    assert (first / "torch" / "Tensor.yaml").read_text() == "name: torch.Tensor\n"
+    assert unpacked(archive, tmp_path / "cache") == first
+    assert [path.name for path in (tmp_path / "cache").iterdir()] == [first.name]  # no staging folder left

@@ -2,14 +2,17 @@
 
     python scripts/bundle_server.py [--target DIR]   # run by `npm run package` before vsce
 
-The extension starts ``<any Python >= 3.10> -m torchls serve`` with this folder first on ``PYTHONPATH``, so the user
-installs nothing: jedi reads the project's own interpreter. Dependencies are resolved for the oldest supported
-Python (3.10) and the backports 3.10 needs are added by name: pip evaluates environment markers against the Python
-running it, not ``--python-version``, so cattrs's ``exceptiongroup; python_version < '3.11'`` would be dropped
-when the build runs on 3.11+. The newer Pythons run the same pure-Python files (cattrs imports the backport only on
-3.10). Compiled extension modules are removed: the only one, PyYAML's
-libyaml binding, is optional (the knowledge loader falls back to the pure-Python SafeLoader), and a .so built for
-one Python/platform would break on another.
+The extension starts ``<any Python >= 3.10> -m torchls serve`` with this folder first on ``PYTHONPATH``, so the
+user installs nothing: jedi reads the project's own interpreter.
+
+- Dependencies are resolved for the oldest supported Python (3.10), and the backports 3.10 needs are added by name:
+  pip evaluates environment markers against the Python running it, not ``--python-version``, so cattrs's
+  ``exceptiongroup; python_version < '3.11'`` would be dropped when the build runs on 3.11+. Newer Pythons run the
+  same pure-Python files (cattrs imports the backport only on 3.10).
+- Compiled extension modules are removed: the only one, PyYAML's libyaml binding, is optional (the knowledge loader
+  falls back to the pure-Python SafeLoader), and a .so built for one Python and platform breaks on another.
+- The knowledge base goes in as one zip, ``torchls/_knowledge.zip`` (torchls.kb.archive unpacks it on first use):
+  a .vsix refuses paths that differ only in case, and the knowledge base has such pairs.
 """
 
 from __future__ import annotations
@@ -74,6 +77,17 @@ def prune(target: Path) -> list[Path]:
     return removed
 
 
+def zip_knowledge(target: Path) -> None:
+    """The knowledge folder as one zip (torchls.kb.archive unpacks it): a .vsix refuses paths that differ only in
+    case, and the knowledge base has such pairs (torch/tensor.yaml and torch/Tensor.yaml)."""
+    folder = target / "torchls" / "_knowledge"
+    with zipfile.ZipFile(folder.with_name("_knowledge.zip"), "w", zipfile.ZIP_DEFLATED) as archive:
+        for path in sorted(folder.rglob("*")):
+            if path.is_file():
+                archive.write(path, path.relative_to(folder).as_posix())
+    shutil.rmtree(folder)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--target", type=Path, default=LIBS, help=f"where to put the libraries (default: {LIBS})")
@@ -82,6 +96,7 @@ def main() -> int:
         wheel = build_wheel(Path(folder))
         install(wheel, target)
     removed = prune(target)
+    zip_knowledge(target)
     size = sum(path.stat().st_size for path in target.rglob("*") if path.is_file())
     names = sorted(path.name.split("-")[0] for path in target.glob("*.dist-info"))
     sys.stdout.write(f"bundled into {target} ({size / 1e6:.1f} MB): {', '.join(names)}\n")

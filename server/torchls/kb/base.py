@@ -7,8 +7,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from torchls.kb import canonical
-from torchls.kb.cache import LazyEntries, load_folder_cached
+from torchls.kb import archive, canonical
+from torchls.kb.cache import LazyEntries, cache_dir, load_folder_cached
 from torchls.kb.schema import Entry, KbError
 
 
@@ -16,7 +16,8 @@ def shipped_folder() -> Path:
     """The knowledge folder that ships with torchls.
 
     In a source checkout (editable install) it is the repository's top-level ``knowledge/``; in a wheel it is
-    packaged as ``torchls/_knowledge``. ``$TORCHLS_KNOWLEDGE`` overrides both (for tests and packagers).
+    packaged as ``torchls/_knowledge``, or zipped as ``torchls/_knowledge.zip`` (:mod:`torchls.kb.archive`).
+    ``$TORCHLS_KNOWLEDGE`` overrides them all (for tests and packagers).
     """
     explicit = os.environ.get("TORCHLS_KNOWLEDGE")
     if explicit:
@@ -25,6 +26,9 @@ def shipped_folder() -> Path:
     packaged = package / "_knowledge"
     if packaged.is_dir():
         return packaged
+    zipped = package / archive.ARCHIVE_NAME  # the VS Code extension's bundle
+    if zipped.is_file():
+        return archive.unpacked(zipped, cache_dir())
     return package.parent.parent / "knowledge"
 
 
