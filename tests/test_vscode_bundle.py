@@ -14,6 +14,7 @@ from types import SimpleNamespace
 import pytest
 
 from torchls.jedi_host import BUNDLED_LIBS_ENV, project_env
+from torchls.lsp.lifecycle import client_tells_missing_torch
 from torchls.lsp.run_example import client_shows_output
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -54,6 +55,15 @@ def test_jedi_in_the_project_interpreter_does_not_see_the_bundle(monkeypatch):
 def test_example_output_is_left_to_a_client_that_shows_it(experimental, shown):
     ls = SimpleNamespace(client_capabilities=SimpleNamespace(experimental=experimental))
     assert client_shows_output(ls) is shown
+
+
+@pytest.mark.parametrize(
+    ("experimental", "told"),
+    [({"missingTorch": "client"}, True), ({"exampleOutput": "client"}, False), (None, False)],
+)
+def test_a_missing_torch_is_left_to_a_client_that_tells_it(experimental, told):
+    ls = SimpleNamespace(client_capabilities=SimpleNamespace(experimental=experimental))
+    assert client_tells_missing_torch(ls) is told
 
 
 @pytest.mark.skipif(shutil.which("python3") is None, reason="no python3 on PATH")

@@ -1,8 +1,7 @@
 // The result of `torchls.runExample` (the server's RunResult as JSON) written to the "torchls 示例" channel. The
-// extension tells the server so (`experimental.exampleOutput`), and the server then leaves the output out of its
-// log messages: it appears once, in this channel, as plain text (no timestamps or log levels on its headers).
+// extension tells the server so (capabilities.ts), and the server then leaves the output out of its log messages:
+// it appears once, in this channel, as plain text (no timestamps or log levels on its headers).
 import * as vscode from "vscode";
-import type { ClientCapabilities, FeatureState, StaticFeature } from "vscode-languageclient/node";
 
 export interface ExampleResult {
   status: string; // ok / failed / timeout / cancelled / unavailable / error
@@ -29,20 +28,4 @@ export function showExampleResult(channel: vscode.OutputChannel, result: Example
   }
   channel.appendLine("");
   channel.show(true);
-}
-
-/** Announces `experimental.exampleOutput: "client"`: this client shows the example's output itself. */
-export class ExampleOutputFeature implements StaticFeature {
-  fillClientCapabilities(capabilities: ClientCapabilities): void {
-    const experimental = (capabilities.experimental ?? {}) as Record<string, unknown>;
-    capabilities.experimental = { ...experimental, exampleOutput: "client" };
-  }
-
-  initialize(): void {}
-
-  getState(): FeatureState {
-    return { kind: "static" };
-  }
-
-  clear(): void {}
 }

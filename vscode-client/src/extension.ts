@@ -15,7 +15,8 @@ import { CARD_LINK_TRUST, CardLinksFeature, SHOW_CARD } from "./cards";
 import { ServerLibraries, serverLibraries } from "./bundle";
 import { Notice, notice, plan, projectUsable } from "./preflight";
 import { onPythonInterpreterChange, resolveInterpreter } from "./interpreter";
-import { ExampleOutputFeature, ExampleResult, showExampleResult } from "./examples";
+import { ExampleResult, showExampleResult } from "./examples";
+import { HandledByClientFeature } from "./capabilities";
 
 const SECTION = "torchls";
 const RUN_EXAMPLE = "torchls.runExample";
@@ -153,7 +154,7 @@ async function start(): Promise<void> {
   };
   const created = new LanguageClient("torchls", "torchls", serverOptions, clientOptions);
   created.registerFeature(new CardLinksFeature());
-  created.registerFeature(new ExampleOutputFeature());
+  created.registerFeature(new HandledByClientFeature());
   try {
     await created.start();
     client = created;
