@@ -60,6 +60,27 @@ def interpreter_path(interpreter: str) -> str | None:
     return path
 
 
+# Set by the VS Code extension, which runs torchls from the libraries bundled in its .vsix (first on PYTHONPATH).
+BUNDLED_LIBS_ENV = "TORCHLS_BUNDLED_LIBS"
+
+
+def project_env() -> dict[str, str] | None:
+    """The environment for jedi's process in the project's interpreter: the server's own, less the bundled
+    libraries on ``PYTHONPATH`` (in the project's ``sys.path`` they would make ``import yaml`` or ``attrs`` resolve
+    to torchls's copies). None (inherit) when torchls does not run from a bundle."""
+    bundled = os.environ.get(BUNDLED_LIBS_ENV)
+    if not bundled:
+        return None
+    env = dict(os.environ)
+    kept = [entry for entry in env.get("PYTHONPATH", "").split(os.pathsep) if entry and entry != bundled]
+    if kept:
+        env["PYTHONPATH"] = os.pathsep.join(kept)
+    else:
+        env.pop("PYTHONPATH", None)
+    env.pop(BUNDLED_LIBS_ENV)
+    return env
+
+
 def find_environment(interpreter: str | None) -> Any:
     """The jedi environment of ``interpreter`` (a path or a command on PATH), else the default one.
 
@@ -73,7 +94,7 @@ def find_environment(interpreter: str | None) -> Any:
     if path is None:
         raise EnvironmentProblem(f"找不到可执行的 Python 解释器：{interpreter}")
     try:
-        return jedi.create_environment(path, safe=False)
+        return jedi.create_environment(path, safe=False, env_vars=project_env())
     except jedi.InvalidPythonEnvironment as error:
         raise EnvironmentProblem(f"无法使用 Python 解释器 {interpreter}：{error}") from error
 

@@ -28,9 +28,12 @@ CLIENT_SETTINGS = {
     },
 }
 
-# The interpreter also starts the server in VS Code: say so where the user sets it.
+# How the VS Code extension chooses the interpreter: say so where the user sets it.
 EXTENSION_NOTES = {
-    "interpreter": "；VS Code 扩展也用它启动 torchls。不设置时用 Python 扩展选中的解释器，再没有就用 `python3`",
+    "interpreter": (
+        "。VS Code 扩展不设置它时用 Python 扩展选中的解释器，再没有就用 `python3`；"
+        "torchls 本身随扩展附带，不需要装进这个解释器"
+    ),
 }
 
 

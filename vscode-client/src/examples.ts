@@ -1,4 +1,6 @@
-// The result of `torchls.runExample` (the server's RunResult as JSON) written to the examples output channel.
+// The result of `torchls.runExample` (the server's RunResult as JSON) written to the "torchls 示例" channel. The
+// extension tells the server so (capabilities.ts), and the server then leaves the output out of its log messages:
+// it appears once, in this channel, as plain text (no timestamps or log levels on its headers).
 import * as vscode from "vscode";
 
 export interface ExampleResult {
@@ -12,10 +14,9 @@ export interface ExampleResult {
   wall_seconds?: number | null;
 }
 
-export function showExampleResult(channel: vscode.LogOutputChannel, result: ExampleResult): void {
+export function showExampleResult(channel: vscode.OutputChannel, result: ExampleResult): void {
   const title = result.name ? `${result.name}（设备：${result.device ?? "无"}）` : "示例";
-  const log = result.status === "ok" ? channel.info : result.status === "cancelled" ? channel.warn : channel.error;
-  log.call(channel, `${title}：${result.summary}`);
+  channel.appendLine(`=== ${title}：${result.summary} ===`);
   if (result.code) {
     channel.appendLine(`--- 示例代码 ---\n${result.code.trimEnd()}`);
   }
@@ -25,5 +26,6 @@ export function showExampleResult(channel: vscode.LogOutputChannel, result: Exam
   if (result.stderr) {
     channel.appendLine(`--- 错误输出 ---\n${result.stderr.trimEnd()}`);
   }
+  channel.appendLine("");
   channel.show(true);
 }

@@ -1,8 +1,10 @@
-// The torchls extension: starts `python -m torchls serve` over stdio with the chosen interpreter, forwards the
-// `torchls.*` settings, and adds the commands a user needs around the server (restart, output, run an example, open
-// the full card).
+// The torchls extension: starts `python -m torchls serve` over stdio from the torchls the .vsix carries
+// (bundle.ts), with the project's interpreter as the server's `interpreter` setting (jedi reads torch there),
+// forwards the `torchls.*` settings, and adds the commands a user needs around the server (restart, output, run an
+// example, open the full card).
 import * as vscode from "vscode";
 import {
+  DidChangeConfigurationNotification,
   LanguageClient,
   LanguageClientOptions,
   RevealOutputChannelOn,
@@ -10,21 +12,27 @@ import {
 } from "vscode-languageclient/node";
 
 import { CARD_LINK_TRUST, CardLinksFeature, SHOW_CARD } from "./cards";
-import { checkServer, describeProblem } from "./preflight";
-import { Interpreter, onPythonInterpreterChange, resolveInterpreter } from "./interpreter";
+import { ServerLibraries, serverLibraries } from "./bundle";
+import { Notice, notice, plan, projectUsable } from "./preflight";
+import { onPythonInterpreterChange, resolveInterpreter } from "./interpreter";
 import { ExampleResult, showExampleResult } from "./examples";
+import { HandledByClientFeature } from "./capabilities";
 
 const SECTION = "torchls";
 const RUN_EXAMPLE = "torchls.runExample";
 
 let client: LanguageClient | undefined;
 let serverChannel: vscode.LogOutputChannel;
-let exampleChannel: vscode.LogOutputChannel;
+let exampleChannel: vscode.OutputChannel;
 let starting: Promise<void> = Promise.resolve();
+let libraries: ServerLibraries;
+// The project's interpreter given to the running server (null: none usable, jedi reads the server's own Python).
+let projectInterpreter: string | null = null;
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
   serverChannel = vscode.window.createOutputChannel("torchls", { log: true });
-  exampleChannel = vscode.window.createOutputChannel("torchls 示例", { log: true });
+  exampleChannel = vscode.window.createOutputChannel("torchls 示例");
+  libraries = serverLibraries(context.extensionPath);
   context.subscriptions.push(
     serverChannel,
     exampleChannel,
@@ -33,9 +41,14 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand("torchls.runExampleAtCursor", runExampleAtCursor),
     vscode.commands.registerCommand("torchls.showCardAtCursor", showCardAtCursor),
     vscode.workspace.onDidChangeConfiguration((event) => {
-      // Other torchls settings reach the running server as didChangeConfiguration; the interpreter runs it.
+      // Other torchls settings reach the running server as didChangeConfiguration; the interpreter restarts it
+      // (it may change which Python runs the server, and what the user must be told).
       if (event.affectsConfiguration(`${SECTION}.interpreter`)) {
         void restart("torchls.interpreter 已更改");
+      } else if (event.affectsConfiguration(SECTION) && client) {
+        void client
+          .sendNotification(DidChangeConfigurationNotification.type, { settings: { [SECTION]: serverSettings() } })
+          .catch((error) => serverChannel.warn(`发送设置时出错：${String(error)}`));
       }
     }),
   );
@@ -80,21 +93,27 @@ async function stop(): Promise<void> {
 }
 
 async function start(): Promise<void> {
-  const interpreter = await resolveInterpreter(configuredInterpreter());
-  const problem = await checkServer(interpreter);
+  const project = await resolveInterpreter(configuredInterpreter());
+  const chosen = await plan(project, libraries);
+  const problem = notice(chosen, project);
   if (problem) {
-    serverChannel.error(describeProblem(problem));
+    serverChannel[problem.level === "error" ? "error" : "warn"](problem.message);
     // Not awaited: the notification stays open until the user answers it, and activation (so every torchls
     // command) and the next restart would wait for it.
-    void offerFix(problem.kind === "missing-python" ? "选择解释器" : "复制安装命令", interpreter, problem.message);
+    void tell(problem);
+  }
+  if (!chosen.server) {
     return;
   }
-  serverChannel.info(`使用${interpreter.source}：${interpreter.path}`);
+  projectInterpreter = projectUsable(chosen.project) ? project.path : null;
+  const from = libraries.libs ? `扩展自带的 torchls（${libraries.libs}）` : "该解释器里安装的 torchls";
+  serverChannel.info(`用 ${chosen.server} 运行${from}；jedi 读取${project.source}：${projectInterpreter ?? "（无）"}`);
   // No `transport`: with TransportKind.stdio the client appends `--stdio`, which `torchls serve` rejects; an
   // executable without a transport already talks over its stdin/stdout.
   const serverOptions: ServerOptions = {
-    command: interpreter.path,
+    command: chosen.server,
     args: ["-m", "torchls", "serve"],
+    options: { env: libraries.env },
   };
   const clientOptions: LanguageClientOptions = {
     documentSelector: [
@@ -103,7 +122,9 @@ async function start(): Promise<void> {
       // The Python cells of Jupyter notebooks: the server reads a notebook's cells as one program.
       { language: "python", notebook: "jupyter-notebook" },
     ],
-    synchronize: { configurationSection: SECTION },
+    // No `synchronize.configurationSection`: the settings the server gets (here, pulled with
+    // workspace/configuration, and sent on change in activate) carry the project's interpreter, whichever way it
+    // was chosen, in place of the raw `torchls.interpreter`.
     initializationOptions: serverSettings(),
     outputChannel: serverChannel,
     traceOutputChannel: serverChannel,
@@ -118,37 +139,46 @@ async function start(): Promise<void> {
         }
         return result;
       },
+      workspace: {
+        configuration: async (params, token, next) => {
+          const answers = await next(params, token);
+          if (!Array.isArray(answers)) {
+            return answers;
+          }
+          return params.items.map((item, index) =>
+            item.section === SECTION ? serverSettings() : (answers as unknown[])[index],
+          );
+        },
+      },
     },
   };
   const created = new LanguageClient("torchls", "torchls", serverOptions, clientOptions);
   created.registerFeature(new CardLinksFeature());
+  created.registerFeature(new HandledByClientFeature());
   try {
     await created.start();
     client = created;
   } catch (error) {
     serverChannel.error(`torchls 启动失败：${String(error)}`);
-    void offerFix("显示输出", interpreter, `torchls 启动失败（${interpreter.path}）：${String(error)}`);
+    void tell({ level: "error", message: `torchls 启动失败（${chosen.server}）：${String(error)}` });
   }
 }
 
-/** The `torchls` section as plain JSON: what the server reads as initializationOptions. */
-function serverSettings(): unknown {
-  return JSON.parse(JSON.stringify(vscode.workspace.getConfiguration(SECTION)));
+/** The `torchls` section as plain JSON, with the project's interpreter: what the server reads as its settings. */
+function serverSettings(): Record<string, unknown> {
+  const settings = JSON.parse(JSON.stringify(vscode.workspace.getConfiguration(SECTION))) as Record<string, unknown>;
+  return { ...settings, interpreter: projectInterpreter };
 }
 
-async function offerFix(primary: string, interpreter: Interpreter, message: string): Promise<void> {
-  const install = `${interpreter.path} -m pip install .`; // run in the torchls source folder
-  const picked = await vscode.window.showErrorMessage(message, primary, "打开设置", "显示输出");
-  if (picked === "复制安装命令") {
-    await vscode.env.clipboard.writeText(install);
-    void vscode.window.showInformationMessage(
-      `已复制：${install}。在 torchls 源码目录的终端里运行它，然后执行“torchls: 重启语言服务器”。`,
-    );
-  } else if (picked === "选择解释器") {
+const CHOOSE_INTERPRETER = "选择解释器";
+const SHOW_OUTPUT = "显示输出";
+
+async function tell(problem: Notice): Promise<void> {
+  const show = problem.level === "error" ? vscode.window.showErrorMessage : vscode.window.showWarningMessage;
+  const picked = await show(problem.message, CHOOSE_INTERPRETER, SHOW_OUTPUT);
+  if (picked === CHOOSE_INTERPRETER) {
     await vscode.commands.executeCommand("workbench.action.openSettings", `${SECTION}.interpreter`);
-  } else if (picked === "打开设置") {
-    await vscode.commands.executeCommand("workbench.action.openSettings", SECTION);
-  } else if (picked === "显示输出") {
+  } else if (picked === SHOW_OUTPUT) {
     serverChannel.show(true);
   }
 }

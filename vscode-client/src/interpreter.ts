@@ -1,5 +1,6 @@
-// Which Python runs torchls: the `torchls.interpreter` setting, else the Python extension's selected
-// interpreter when that extension is installed, else `python3` from PATH.
+// The project's interpreter, the one jedi reads torch from: the `torchls.interpreter` setting, else the Python
+// extension's selected interpreter when that extension is installed, else `python3` from PATH (preflight.ts says
+// so when that one has no torch). The server itself may run on another Python (preflight.ts).
 import * as os from "os";
 import * as vscode from "vscode";
 
@@ -49,7 +50,7 @@ export async function resolveInterpreter(configured: string | undefined): Promis
       // fall through to python3
     }
   }
-  return { path: "python3", source: "默认的 python3" };
+  return { path: "python3", source: "默认的 python3（没有设置 torchls.interpreter，也没有 Python 扩展选中的解释器）" };
 }
 
 export async function onPythonInterpreterChange(listener: () => void): Promise<vscode.Disposable[]> {

@@ -7,8 +7,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from torchls.kb import canonical
-from torchls.kb.cache import LazyEntries, load_folder_cached
+from torchls.kb import archive, canonical
+from torchls.kb.cache import LazyEntries, cache_dir, load_folder_cached
 from torchls.kb.schema import Entry, KbError
 
 
@@ -16,7 +16,8 @@ def shipped_folder() -> Path:
     """The knowledge folder that ships with torchls.
 
     In a source checkout (editable install) it is the repository's top-level ``knowledge/``; in a wheel it is
-    packaged as ``torchls/_knowledge``. ``$TORCHLS_KNOWLEDGE`` overrides both (for tests and packagers).
+    packaged as ``torchls/_knowledge``, or zipped as ``torchls/_knowledge.zip`` (:mod:`torchls.kb.archive`).
+    ``$TORCHLS_KNOWLEDGE`` overrides them all (for tests and packagers).
     """
     explicit = os.environ.get("TORCHLS_KNOWLEDGE")
     if explicit:
@@ -24,6 +25,9 @@ def shipped_folder() -> Path:
     packaged = _packaged_folder()
     if packaged.is_dir():
         return packaged
+    zipped = packaged.parent / archive.ARCHIVE_NAME  # the VS Code extension's bundle
+    if zipped.is_file():
+        return archive.unpacked(zipped, cache_dir())
     return packaged.parent.parent.parent / "knowledge"
 
 
@@ -34,9 +38,11 @@ def _packaged_folder() -> Path:
 def writable_shipped_folder() -> Path | None:
     """The shipped folder where new entries may go: a checkout's ``knowledge/`` or ``$TORCHLS_KNOWLEDGE``.
 
-    None in an installed package: what is written into site-packages is lost on the next upgrade.
+    None in an installed package or the extension's bundle: what is written there is lost on the next upgrade.
     """
-    if os.environ.get("TORCHLS_KNOWLEDGE") or not _packaged_folder().is_dir():
+    packaged = _packaged_folder()
+    installed = packaged.is_dir() or (packaged.parent / archive.ARCHIVE_NAME).is_file()
+    if os.environ.get("TORCHLS_KNOWLEDGE") or not installed:
         return shipped_folder()
     return None
 

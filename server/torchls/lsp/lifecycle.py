@@ -46,6 +46,14 @@ def _apply(ls: TorchLanguageServer, raw: object) -> bool:
     return ls.session.resolver is not before
 
 
+def client_tells_missing_torch(ls: TorchLanguageServer) -> bool:
+    """True when the client checks the interpreter for torch itself and tells the user (``{"experimental":
+    {"missingTorch": "client"}}``, the torchls VS Code extension), so the server's own notification would repeat
+    it."""
+    experimental = ls.client_capabilities.experimental
+    return isinstance(experimental, dict) and experimental.get("missingTorch") == "client"
+
+
 def _supports_configuration(ls: TorchLanguageServer) -> bool:
     workspace = ls.client_capabilities.workspace
     return bool(workspace and workspace.configuration)
@@ -124,7 +132,10 @@ async def warm_up(ls: TorchLanguageServer) -> None:
         except Exception as error:  # the executor closed: the interpreter changed meanwhile
             log.info("could not check torch in the environment: %s", error)
             torch_problem = None
-        if torch_problem:
+        if torch_problem and client_tells_missing_torch(ls) and resolver.torch_version() is None:
+            # The client already said so, with a way to choose another interpreter: only the log gets it.
+            ls.window_log_message(types.LogMessageParams(type=types.MessageType.Warning, message=torch_problem))
+        elif torch_problem:
             ls.show(torch_problem)
     signatures = resolver.signature_plan(sorted(session.kb.entries)) if resolver is session.resolver else []
     # Begun before the first report ends, so a client never sees a moment with no torchls progress open.

@@ -3,7 +3,8 @@
 The action carries only the entry's name and the example's index: the command looks the code up in the
 knowledge base, so nothing but a knowledge-base example ever runs, and only when the user picks the action. The
 run is asynchronous (the server keeps answering), reported with a cancellable ``$/progress``; its summary goes to
-``window/showMessage``, the whole output to ``window/logMessage``, and the result is the command's return value.
+``window/showMessage``, the whole output to ``window/logMessage`` (unless the client shows it itself: see
+:func:`client_shows_output`), and the result is the command's return value.
 One example runs at a time; a second request while one runs is refused with a message.
 """
 
@@ -148,8 +149,18 @@ async def run_command(ls: TorchLanguageServer, *arguments: Any) -> dict:
     return {**_report(ls, result, name, example.code), "name": name, "index": index}
 
 
+def client_shows_output(ls: TorchLanguageServer) -> bool:
+    """True when the client said it writes the command's result somewhere itself (``{"experimental":
+    {"exampleOutput": "client"}}``, the torchls VS Code extension: its "torchls 示例" channel), so the output is not
+    also logged to the server's channel."""
+    experimental = ls.client_capabilities.experimental
+    return isinstance(experimental, dict) and experimental.get("exampleOutput") == "client"
+
+
 def _report(ls: TorchLanguageServer, result, name: str | None = None, code: str | None = None) -> dict:
     ls.window_show_message(types.ShowMessageParams(type=_MESSAGE_TYPES[result.status], message=result.summary))
+    if client_shows_output(ls):
+        return {**result.to_json(), "code": code}
     parts = [f"[torchls] {result.summary}"]
     if code is not None:
         parts.append(f"--- 示例代码（{name}）---\n{code.rstrip()}")

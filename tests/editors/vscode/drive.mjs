@@ -5,11 +5,12 @@
 //   examplePicker, outputMarker): open the file, hover a symbol with the mouse, click the card's link to the full
 //   card and read the Markdown document it opens, read the Problems panel, apply a quick fix from the light-bulb
 //   menu, run a command from the command palette and read the output channel;
-// - "missing-torchls" (fileNeedle, fileLastLine, notification, showOutputCommand, channel, typed, settleMs, shot,
-//   copyButton, copiedNeedle): a first run where the interpreter has no torchls: open the file, read the error
-//   notification, show the extension's output channel from the command palette, type in the editor, wait and count
-//   the messages (a server restarting in a loop would repeat them), then press the notification's button that
-//   copies the install command.
+// - "first-run" (fileNeedle, fileLastLine, notification {needle, icon}, showOutputCommand, channel, typed, settleMs,
+//   shot, settingButton, settingNeedle): a first run where the extension has something to say (the project's
+//   interpreter has no torch): open the file, read the notification (an error or warning toast), show the
+//   extension's output channel from the command palette, type in the editor, wait and count the messages (a server
+//   restarting in a loop would repeat them), then press the notification's button that opens a setting, and read
+//   the Settings editor's search.
 // - "notebook" (file, hover, problemCode, fixTitle, brokenText, fixedNeedle): open a Jupyter notebook with Quick
 //   Open, read the Problems panel (the finding of one cell), hover a name in one cell that another cell defined, and
 //   apply the quick fix in the cell from the light-bulb menu.
@@ -319,11 +320,11 @@ async function features(page) {
   });
 }
 
-async function missingTorchls(page) {
+async function firstRun(page) {
   await openFile(page, config.fileNeedle);
   const errors = () =>
     page.locator(".notifications-toasts .notification-list-item", {
-      has: page.locator(".codicon-error"),
+      has: page.locator(`.codicon-${config.notification.icon ?? "error"}`),
       hasText: config.notification.needle,
     });
 
@@ -383,7 +384,7 @@ async function missingTorchls(page) {
     // A crash loop would restart the server and repeat the message within seconds: wait, then count.
     await page.waitForTimeout(config.settleMs ?? 5000);
     out.toasts = await page.locator(".notifications-toasts .notification-list-item-message").allInnerTexts();
-    out.errorToasts = await errors().count();
+    out.noticeToasts = await errors().count();
     out.output = (await outputLines(page)).join("\n");
     out.outputJoined = (await outputLines(page)).join("");
     await page.mouse.move(5, 400);
@@ -391,20 +392,20 @@ async function missingTorchls(page) {
     await shot(page, config.shot);
   });
 
-  out.copied = await step("copy install command", async () => {
+  out.setting = await step("open the setting", async () => {
     const button = errors()
       .first()
-      .locator(".notification-list-item-buttons-container .monaco-button", { hasText: config.copyButton });
+      .locator(".notification-list-item-buttons-container .monaco-button", { hasText: config.settingButton });
     await button.click();
-    const info = page.locator(".notifications-toasts .notification-list-item", {
-      has: page.locator(".codicon-info"),
-      hasText: config.copiedNeedle,
+    // The Settings editor opens with the setting's id as its search.
+    const search = page.locator(".settings-editor .settings-header .suggest-input-container");
+    await search.first().waitFor({ state: "visible", timeout });
+    const text = await until("the setting in the search", async () => {
+      const shown = await search.first().innerText();
+      return shown.includes(config.settingNeedle) ? shown : null;
     });
-    await info.first().waitFor({ state: "visible", timeout });
-    out.clipboard = await page
-      .evaluate(() => navigator.clipboard.readText())
-      .catch((error) => `(unreadable: ${String(error?.message ?? error)})`);
-    return info.first().locator(".notification-list-item-message").innerText();
+    await shot(page, `${config.shot}-setting`);
+    return text;
   });
 }
 
@@ -456,7 +457,7 @@ async function notebook(page) {
   await applyQuickFix(page, "nb-3-quick-fix-menu", "nb-4-fixed");
 }
 
-const SCENARIOS = { features, "missing-torchls": missingTorchls, notebook };
+const SCENARIOS = { features, "first-run": firstRun, notebook };
 
 const browser = await chromium.launch({
   executablePath: config.chromium,
