@@ -131,7 +131,7 @@ def readme_installed() -> Iterator[Installed]:
         env = _profile_env(root)
         env["PATH"] = f"{shims}{os.pathsep}{env.get('PATH', '')}"
         ran = _run(
-            ["bash", "-eo", "pipefail", "-c", readme_install_block()], repo, "the README's VS Code block", 1800, env
+            ["bash", "-eo", "pipefail", "-c", readme_install_block()], repo, "the README's VS Code block", 900, env
         )
         assert "successfully installed" in ran, ran
         yield Installed(repo / "vscode-client" / "torchls.vsix", data, extensions)

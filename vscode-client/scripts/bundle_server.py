@@ -13,6 +13,9 @@ user installs nothing: jedi reads the project's own interpreter.
   falls back to the pure-Python SafeLoader), and a .so built for one Python and platform breaks on another.
 - The knowledge base goes in as one zip, ``torchls/_knowledge.zip`` (torchls.kb.archive unpacks it on first use):
   a .vsix refuses paths that differ only in case, and the knowledge base has such pairs.
+- `npm run package` gives vsce ``--allow-package-all-secrets``: its secret scan reads every packaged file, and over
+  the bundle's ~6,000 third-party Python files it took 6.5 minutes of CPU (5 s without it). Nothing packaged is
+  ours but the built extension.js, package.json, README, LICENSE and images.
 """
 
 from __future__ import annotations
