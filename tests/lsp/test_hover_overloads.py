@@ -1,6 +1,7 @@
 """A hover on the callee of a call shows the overload that call calls, chosen and spelled as signature help does
 (:mod:`torchls.overload_choice`), whatever jedi's state: asked twice before the warm-up ends and twice after,
-the card's first signature is the matching overload with no private alias of torch's stubs.
+the card's first signature is the matching overload with no private alias of torch's stubs. A method reached
+through ``.data`` of a tensor or a layer's weight is the tensor's.
 """
 
 from __future__ import annotations
@@ -24,6 +25,9 @@ t = torch.randn(4, 10)
 flat = x.view(x.size(0), -1)
 values, indices = torch.max(t, 1)
 probabilities = F.softmax(x, dim=-1)
+half = x.data.to(torch.float16)
+layer = torch.nn.Linear(4, 2)
+layer.weight.data.normal_(0, 0.02)
 """
 
 # (line, callee, what the first signature must contain, what it must not)
@@ -31,6 +35,9 @@ CASES = [
     ("flat =", "view", r"^torch\.Tensor\.view\(\*", r"dtype"),
     ("torch.max(t, 1)", "max", r"^torch\.max\(input\b[^)]*\bdim\b", r"\bother\b"),
     ("F.softmax", "softmax", r"^torch\.nn\.functional\.softmax\(input\b[^)]*\bdim\b", r"_stacklevel"),
+    # A method through ``.data`` is a tensor's (not ``torch.nn.Module.to``), ``self`` not shown: it is bound.
+    ("half =", "to", r"^torch\.Tensor\.to\((?!self)", r"Module"),
+    ("layer.weight.data", "normal_", r"^torch\.Tensor\.normal_\((?!self)", r"Module"),
 ]
 # The private type aliases of torch's stubs, none of which may reach the user.
 _PRIVATE_ALIAS = re.compile(r"(?<![\w.])_(?:int|bool|float|complex|dtype|device|layout|size\w*|ratio\w*)\b")
