@@ -16,12 +16,11 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import Any
 
 from torchls.core.calls import call_of_callee
 from torchls.core.name_guess import IMPORTED_OTHERS, TENSOR, tensor_member_by_name
-from torchls.core.names import Target
-from torchls.core.text import Position, Span
+from torchls.core.names import ModuleIndex, Target
+from torchls.core.text import Position, SourceText, Span
 from torchls.core.values import TensorValue
 from torchls.docinfo import JediHit, SymbolDoc
 from torchls.kb.render import render_card, render_fallback, render_param
@@ -254,7 +253,7 @@ def _card(
 class _Place:
     """The document a hover is in, for reading the call around the hovered name."""
 
-    index: Any  # the document's (possibly partial) ModuleIndex
+    index: ModuleIndex  # possibly partial: the block around the cursor in a long file just opened
     text: str
     path: str | None
 
@@ -264,7 +263,7 @@ async def _signatures_as_called(
 ) -> list[str] | None:
     """The labels of ``public``'s overloads, the one the call around the hovered name calls first, chosen and
     spelled as signature help does (:mod:`torchls.overload_choice`). None where no signature is known."""
-    lines = place.text.split("\n")
+    lines = SourceText(place.text).lines  # as the index counts them
     call = call_of_callee(lines, span.end, place.index.statement_line_before(span.end.line))
     if call is None:
         return None
