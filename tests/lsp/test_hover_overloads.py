@@ -78,3 +78,23 @@ async def test_hover_shows_the_called_overload_cold_and_warm(client: LanguageCli
     await _hover_each_twice(client, "jedi cold")
     await wait_until_warm(client)
     await _hover_each_twice(client, "jedi warm")
+    await _signature_help_shows_the_same(client)
+
+
+async def _signature_help_shows_the_same(client: LanguageClient) -> None:
+    """One home: signature help inside the same call, before its closing parenthesis, has the hover's first
+    signature active (the card leaves out private parameters such as ``_stacklevel``)."""
+    from torchls.kb.render import public_parameters
+
+    lines = SOURCE.splitlines()
+    for line, callee, _, _ in CASES:
+        row = next(number for number, text in enumerate(lines) if line in text)
+        closing = types.Position(row, len(lines[row].rstrip()) - 1)
+        help_ = await client.text_document_signature_help_async(
+            types.SignatureHelpParams(text_document=types.TextDocumentIdentifier(client.uri), position=closing)  # type: ignore[attr-defined]
+        )
+        assert help_ is not None, callee
+        active = help_.signatures[help_.active_signature or 0].label
+        position = utf16_position(SOURCE, line, f"{callee}(")
+        signature, _ = _first_signature(await hover(client, client.uri, position))  # type: ignore[attr-defined]
+        assert signature == public_parameters(active), callee
