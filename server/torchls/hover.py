@@ -110,6 +110,7 @@ async def hover(
     target = index.target_at(position)
     if target is None and position.line not in blanked:
         return None  # whitespace, a string, a comment, a keyword: nothing to look up
+    place = _Place(index, text, path, document.lines if document is not None else None)
     if target is not None and target.kind == "keyword":
         return await _keyword_hover(session, target, text, path)
     if target is not None and target.qualname is not None:
@@ -117,7 +118,6 @@ async def hover(
             return None
         if target.kind == "instance" and target.qualname == TENSOR:
             return _value_hover(document, position)  # a tensor variable: what the analysis knows, not a class card
-        place = _Place(index, text, path)
         return await _name_hover(session, target.qualname, target.kind == "instance", target.span, card_links, place)
     known = _value_hover(document, position)
     if known is not None:
@@ -129,7 +129,7 @@ async def hover(
     except JediNotReady:
         hit = None
     if hit is None:
-        return await _guess_hover(session, guess, span, card_links, _Place(index, text, path)) if guess else None
+        return await _guess_hover(session, guess, span, card_links, place) if guess else None
     if hit.is_instance and session.kb.public_name(hit.doc.name) == TENSOR:
         return None
     entry = session.kb.lookup(hit.doc.name)
@@ -137,7 +137,7 @@ async def hover(
     heading = _instance_heading(public) if hit.is_instance else None
     shown = None
     if not hit.is_instance and span is not None:
-        shown = await _signatures_as_called(session, _Place(index, text, path), span, public, entry, hit.doc)
+        shown = await _signatures_as_called(session, place, span, public, entry, hit.doc)
     if entry is None:
         return HoverResult(render_fallback(public, hit.doc, heading, shown), span)
     return HoverResult(_card(session, entry, hit.doc, heading, card_links, shown), span)
@@ -256,6 +256,10 @@ class _Place:
     index: ModuleIndex  # possibly partial: the block around the cursor in a long file just opened
     text: str
     path: str | None
+    split: list[str] | None  # the text's lines where the document's index has them already
+
+    def lines(self) -> list[str]:
+        return self.split if self.split is not None else SourceText(self.text).lines  # as the index counts them
 
 
 async def _signatures_as_called(
@@ -263,8 +267,7 @@ async def _signatures_as_called(
 ) -> list[str] | None:
     """The labels of ``public``'s overloads, the one the call around the hovered name calls first, chosen and
     spelled as signature help does (:mod:`torchls.overload_choice`). None where no signature is known."""
-    lines = SourceText(place.text).lines  # as the index counts them
-    call = call_of_callee(lines, span.end, place.index.statement_line_before(span.end.line))
+    call = call_of_callee(place.lines(), span.end, place.index.statement_line_before(span.end.line))
     if call is None:
         return None
     index, text, path = place.index, place.text, place.path

@@ -10,6 +10,7 @@ form of the call, which breaks ties.
 from __future__ import annotations
 
 import asyncio
+import functools
 from dataclasses import dataclass
 
 from torchls.core.annotations import torch_constant_kind
@@ -70,6 +71,7 @@ async def overloads_for_call(
     return Overloads(signatures, choose_overload(signatures, call, kind_of, preferred), kind_of)
 
 
+@functools.lru_cache(maxsize=2048)  # every hover on a call parses its overloads: the same few texts again and again
 def _parse(raw: str, public: str, bound: bool) -> Signature:
     """jedi's text under the public name (``softmax(...)`` -> ``torch.Tensor.softmax(...)``), unless jedi names
     something else (a wrapper such as ``_lru_cache_wrapper``), which is then shown as jedi has it."""
@@ -108,8 +110,10 @@ async def _called_through_instance(
 
 
 def _argument_kinds(index, position: Position) -> KindOf:
-    """What each argument is: its literal kind, or for a name what the file proves (a dtype, a tensor)."""
+    """What each argument is: its literal kind, or for a name what the file proves (a dtype, a tensor). Each name
+    is looked up once: every overload asks about every argument."""
 
+    @functools.cache
     def kind_of(argument: Argument) -> ValueKind:
         if argument.kind is not ValueKind.NAME or argument.name is None:
             return argument.kind
