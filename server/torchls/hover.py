@@ -17,13 +17,15 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
+from torchls.core.calls import call_of_callee
 from torchls.core.name_guess import IMPORTED_OTHERS, TENSOR, tensor_member_by_name
-from torchls.core.names import Target
-from torchls.core.text import Position, Span
+from torchls.core.names import ModuleIndex, Target
+from torchls.core.text import Position, SourceText, Span
 from torchls.core.values import TensorValue
 from torchls.docinfo import JediHit, SymbolDoc
 from torchls.kb.render import render_card, render_fallback, render_param
 from torchls.kb.schema import Entry
+from torchls.overload_choice import overloads_for_call
 from torchls.session import Session
 
 
@@ -108,6 +110,7 @@ async def hover(
     target = index.target_at(position)
     if target is None and position.line not in blanked:
         return None  # whitespace, a string, a comment, a keyword: nothing to look up
+    place = _Place(index, text, path, document.lines if document is not None else None)
     if target is not None and target.kind == "keyword":
         return await _keyword_hover(session, target, text, path)
     if target is not None and target.qualname is not None:
@@ -115,7 +118,7 @@ async def hover(
             return None
         if target.kind == "instance" and target.qualname == TENSOR:
             return _value_hover(document, position)  # a tensor variable: what the analysis knows, not a class card
-        return await _name_hover(session, target.qualname, target.kind == "instance", target.span, card_links)
+        return await _name_hover(session, target.qualname, target.kind == "instance", target.span, card_links, place)
     known = _value_hover(document, position)
     if known is not None:
         return known  # a tensor the analysis follows (a forward's input, a helper's result): no jedi needed
@@ -126,15 +129,18 @@ async def hover(
     except JediNotReady:
         hit = None
     if hit is None:
-        return await _guess_hover(session, guess, span, card_links) if guess else None
+        return await _guess_hover(session, guess, span, card_links, place) if guess else None
     if hit.is_instance and session.kb.public_name(hit.doc.name) == TENSOR:
         return None
     entry = session.kb.lookup(hit.doc.name)
     public = entry.name if entry else session.kb.public_name(hit.doc.name)
     heading = _instance_heading(public) if hit.is_instance else None
+    shown = None
+    if not hit.is_instance and span is not None:
+        shown = await _signatures_as_called(session, place, span, public, entry, hit.doc)
     if entry is None:
-        return HoverResult(render_fallback(public, hit.doc, heading), span)
-    return HoverResult(_card(session, entry, hit.doc, heading, card_links), span)
+        return HoverResult(render_fallback(public, hit.doc, heading, shown), span)
+    return HoverResult(_card(session, entry, hit.doc, heading, card_links, shown), span)
 
 
 def _value_hover(document, position: Position) -> HoverResult | None:
@@ -214,22 +220,59 @@ def _guessed_member(session: Session, index, position: Position) -> str | None:
     return member if tensor_member_by_name(member, imported, members_of, receiver_attribute) else None
 
 
-async def _guess_hover(session: Session, member: str, span: Span | None, card_links: bool) -> HoverResult | None:
+async def _guess_hover(
+    session: Session, member: str, span: Span | None, card_links: bool, place: _Place
+) -> HoverResult | None:
     name = f"{TENSOR}.{member}"
     note = f"*按成员名推断：代码里看不出这个对象的类型，但 `{member}` 是张量的成员，所以这里按 `{name}` 显示。*"
     entry = session.kb.lookup(name)
-    if entry is None:  # torch's own text, when jedi has read it already (the guess never waits for jedi)
-        live = await _live_doc(session, name, wait=False)
-        return HoverResult(render_fallback(name, live, note), span) if live is not None else None
-    live = await _live_doc(session, entry.name, wait=False)
-    return HoverResult(_card(session, entry, live, note, card_links), span)
+    public = entry.name if entry is not None else name
+    # torch's own text, when jedi has read it already (the guess never waits for jedi)
+    live = await _live_doc(session, public, wait=False)
+    shown = await _signatures_as_called(session, place, span, public, entry, live) if span is not None else None
+    if entry is None:
+        return HoverResult(render_fallback(name, live, note, shown), span) if live is not None else None
+    return HoverResult(_card(session, entry, live, note, card_links, shown), span)
 
 
-def _card(session: Session, entry: Entry, live: SymbolDoc | None, heading: str | None, card_links: bool) -> str:
-    """The entry's card as the ``hover.card`` setting sizes it."""
+def _card(
+    session: Session,
+    entry: Entry,
+    live: SymbolDoc | None,
+    heading: str | None,
+    card_links: bool,
+    signatures: list[str] | None = None,
+) -> str:
+    """The entry's card as the ``hover.card`` setting sizes it; ``signatures``: the overloads as called."""
     compact = session.settings.hover.card == "compact"
     pointer = "link" if card_links else "action"
-    return render_card(entry, live, compact, heading, _torch_version(session), pointer)
+    return render_card(entry, live, compact, heading, _torch_version(session), pointer, signatures)
+
+
+@dataclass(frozen=True, slots=True)
+class _Place:
+    """The document a hover is in, for reading the call around the hovered name."""
+
+    index: ModuleIndex  # possibly partial: the block around the cursor in a long file just opened
+    text: str
+    path: str | None
+    split: list[str] | None  # the text's lines where the document's index has them already
+
+    def lines(self) -> list[str]:
+        return self.split if self.split is not None else SourceText(self.text).lines  # as the index counts them
+
+
+async def _signatures_as_called(
+    session: Session, place: _Place, span: Span, public: str, entry: Entry | None, live: SymbolDoc | None
+) -> list[str] | None:
+    """The labels of ``public``'s overloads, the one the call around the hovered name calls first, chosen and
+    spelled as signature help does (:mod:`torchls.overload_choice`). None where no signature is known."""
+    call = call_of_callee(place.lines(), span.end, place.index.statement_line_before(span.end.line))
+    if call is None:
+        return None
+    index, text, path = place.index, place.text, place.path
+    overloads = await overloads_for_call(session, index, call, public, entry, live, text, path, ask_jedi=False)
+    return [signature.label for signature in overloads.chosen_first()] if overloads is not None else None
 
 
 def _torch_version(session: Session) -> str | None:
@@ -242,13 +285,16 @@ def _instance_heading(class_name: str) -> str:
 
 
 async def _name_hover(
-    session: Session, name: str, is_instance: bool, span: Span, card_links: bool = False
+    session: Session, name: str, is_instance: bool, span: Span, card_links: bool = False, place: _Place | None = None
 ) -> HoverResult | None:
     entry = session.kb.lookup(name)
     if entry is not None:
         live = await _live_doc(session, entry.name, wait=False)
         heading = _instance_heading(entry.name) if is_instance else None
-        return HoverResult(_card(session, entry, live, heading, card_links), span)
+        shown = None
+        if place is not None and not is_instance:
+            shown = await _signatures_as_called(session, place, span, entry.name, entry, live)
+        return HoverResult(_card(session, entry, live, heading, card_links, shown), span)
     public = name  # what the file itself calls it: already a name the user can import
     try:
         live = await _live_doc(session, public, wait=True)
@@ -258,7 +304,10 @@ async def _name_hover(
     if live is None:
         return None  # not a symbol the installed torch has
     heading = _instance_heading(public) if is_instance else None
-    return HoverResult(render_fallback(public, live, heading), span)
+    shown = None
+    if place is not None and not is_instance:
+        shown = await _signatures_as_called(session, place, span, public, None, live)
+    return HoverResult(render_fallback(public, live, heading, shown), span)
 
 
 async def _keyword_hover(session: Session, target: Target, text: str, path: str | None) -> HoverResult | None:

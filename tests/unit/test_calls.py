@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from torchls.core.calls import ValueKind, attribute_context, call_context, dotted_partial
+from torchls.core.calls import ValueKind, attribute_context, call_context, call_of_callee, dotted_partial
 from torchls.core.text import Position
 
 CURSOR = "‸"
@@ -201,3 +201,33 @@ def test_where_the_receiver_ends():
     assert call.receiver_end == Position(0, len('说明 = "🎯"; y = self.fc'))
     assert context("torch.max(‸").receiver_end == Position(0, len("torch"))
     assert context("max(‸").receiver_end is None
+
+
+# ------------------------------------------------------------------------------------------ the call of a callee
+
+
+@pytest.mark.parametrize(
+    ("lines", "callee_end", "callee", "written"),
+    [
+        (["y = x.view(x.size(0), -1)"], Position(0, 10), "x.view", [(None, ValueKind.OTHER), (None, ValueKind.INT)]),
+        (
+            ["p = F.softmax(", "    x, dim=-1)"],
+            Position(0, 13),
+            "F.softmax",
+            [(None, ValueKind.NAME), ("dim", ValueKind.INT)],
+        ),
+        (["v = torch.max (t, 1"], Position(0, 13), "torch.max", [(None, ValueKind.NAME), (None, ValueKind.INT)]),
+        (["f = torch.max"], Position(0, 13), "torch.max", []),  # not called: read as a call with no arguments
+    ],
+)
+def test_the_call_of_a_callee_has_every_argument_written(lines, callee_end, callee, written):
+    found = call_of_callee(lines, callee_end)
+    assert found is not None and found.callee == callee
+    arguments = [*found.arguments, found.current]
+    assert [(a.keyword, a.kind) for a in arguments if a.kind is not ValueKind.EMPTY] == written
+
+
+def test_a_name_passed_as_an_argument_does_not_take_the_arguments_of_the_call_around_it():
+    found = call_of_callee(["y = f(x.view, 1)"], Position(0, 12))
+    assert found is not None and found.callee == "x.view"
+    assert not found.arguments and found.current.kind is ValueKind.EMPTY

@@ -1185,3 +1185,44 @@ def test_an_import_inside_another_function_is_not_seen_elsewhere():
     index = ModuleIndex(parse_tolerant(text), SourceText(text))
     assert "jax" in index.imported_modules(Position(4, 4))
     assert index.imported_modules(Position(7, 10)) == frozenset({"torch"})
+
+
+DATA_AND_GRAD = """\
+import torch
+import torch.nn as nn
+
+
+class Data(torch.utils.data.Dataset):
+    def __init__(self):
+        self.data = [1, 2]
+
+    def count(self):
+        return self.data.count(1)
+
+
+def step(model: nn.Module, t: torch.Tensor, dtype):
+    for name, param in model.named_parameters():
+        param.grad.zero_()
+    t.data.to(dtype)
+
+
+x = torch.randn(3)
+y = x.data.to(torch.float16)
+module = nn.Linear(2, 2)
+module.weight.data.normal_()
+"""
+
+
+@pytest.mark.parametrize(
+    ("line_contains", "symbol", "expected"),
+    [
+        ("param.grad", "zero_", "torch.Tensor.zero_"),
+        ("t.data", "to", "torch.Tensor.to"),
+        ("x.data", "to", "torch.Tensor.to"),  # not torch.nn.Module.to
+        ("module.weight", "normal_", "torch.Tensor.normal_"),
+        ("return self.data", "count", None),  # a dataset's own list
+    ],
+)
+def test_methods_through_data_and_grad_are_tensor_methods(line_contains, symbol, expected):
+    found = target(DATA_AND_GRAD, line_contains, symbol)
+    assert found is not None and found.qualname == expected

@@ -182,3 +182,48 @@ def test_parameters_are_named_as_parameters():
     assert _classes(text, "self.steps") == [("torch.Tensor", None)], "a buffer is a plain tensor"
     assert _classes(text, "fc.weight") == [("torch.nn.Parameter", None)]
     assert _classes(text, "p") == [("torch.nn.Parameter", None)]
+
+
+def test_data_and_grad_of_a_tensor_or_a_parameter_are_tensors():
+    text = HEADER + (
+        "class Net(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.fc = nn.Linear(4, 2)\n"
+        "        self.fc.weight.data.normal_(0, 0.02)\n\n"
+        "def step(model: nn.Module, t: torch.Tensor, dtype):\n"
+        "    for name, param in model.named_parameters():\n"
+        "        param.data.add_(1); param.grad.zero_()\n"
+        "    t.data.to(dtype)\n"
+        "x = torch.randn(3)\n"
+        "x.data.to(torch.float16); x.grad.zero_()\n"
+        "module = nn.Linear(2, 2)\n"
+        "module.weight.data.normal_(); module.bias.grad.zero_()\n"
+        "net = Net()\n"
+        "net.fc.weight.data.fill_(0)\n"
+    )
+    tensor = ("torch.Tensor", None)
+    for receiver in ("self.fc.weight.data", "param.data", "param.grad", "t.data", "x.data", "x.grad"):
+        assert _classes(text, receiver) == [tensor], receiver
+    for receiver in ("module.weight.data", "module.bias.grad", "net.fc.weight.data"):
+        assert _classes(text, receiver) == [tensor], receiver
+
+
+def test_data_and_grad_of_what_is_no_tensor_stay_unknown():
+    text = HEADER + (
+        "import numpy as np\n"
+        "class Box(torch.utils.data.Dataset):\n"
+        "    def __init__(self):\n"
+        "        self.data = [1, 2]\n"
+        "        self.grad = None\n\n"
+        "    def count(self):\n"
+        "        return self.data.count(1)\n\n"
+        "def f(batch):\n"
+        "    batch.data.to('cpu')\n"
+        "arr = np.zeros(3)\n"
+        "arr.data.tobytes()\n"
+        "box = Box()\n"
+        "box.data.count(1); box.grad.zero_()\n"
+    )
+    for receiver in ("self.data", "batch.data", "arr.data", "box.data", "box.grad"):
+        assert _classes(text, receiver) == [None], receiver

@@ -273,3 +273,20 @@ def test_english_card_with_a_docstring_is_marked_as_the_original(resolver):
     live = _describe(resolver, "torch.nn.ChannelShuffle")
     card = render_fallback("torch.nn.ChannelShuffle", live)
     assert "English original" in card and "```text\n" in card
+
+
+def test_chosen_signatures_come_first_and_the_others_follow_within_the_hover_bound():
+    entry = KB.entries["torch.max"]
+    chosen = ["torch.max(input: Tensor, dim: int, keepdim: bool=False) -> Tensor", "torch.max(input: Tensor) -> Tensor"]
+    card = render_card(entry, None, compact=True, signatures=chosen)
+    block = re.search(r"```python\n(.*?)\n```", card, re.S)
+    assert block is not None and block.group(1).splitlines() == chosen
+    assert len(card.splitlines()) <= MAX_HOVER_LINES
+    full = render_card(entry, None, compact=False, signatures=chosen)
+    assert full.index(chosen[0]) < full.index(chosen[1])
+
+
+def test_live_signatures_spell_out_torch_private_aliases():
+    live = SymbolDoc("torch.nn.functional.softmax", "function", ("softmax(input: Tensor, dtype: _dtype | None=None)",))
+    card = render_card(KB.entries["torch.nn.functional.softmax"], live, compact=True)
+    assert "torch.nn.functional.softmax(input: Tensor, dtype: torch.dtype | None=None)" in card

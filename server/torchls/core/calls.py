@@ -18,6 +18,7 @@ import tokenize
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from torchls.core.brackets import closing_bracket
 from torchls.core.text import Position
 
 # Identifiers as Python reads them, Chinese included: ``神经网络.Conv2d``.
@@ -226,6 +227,32 @@ def call_context(lines: list[str], position: Position, start_line: int | None = 
         current=frame.current_argument(),
         receiver_end=frame.receiver_end,
     )
+
+
+def call_of_callee(lines: list[str], callee_end: Position, start_line: int | None = None) -> CallContext | None:
+    """The call whose callee ends at ``callee_end`` (``x.view`` in ``x.view(x.size(0), -1)``), read with every
+    argument written, as if the cursor sat before its closing parenthesis (or at the end of its line while the
+    call is still open). A name not followed by ``(`` reads as a call with no arguments yet, so that a hover on a
+    bare name gets its usual overload the same way. None where no call can be read there."""
+    if not 0 <= callee_end.line < len(lines):
+        return None
+    line = lines[callee_end.line]
+    opening = callee_end.column + len(line[callee_end.column :]) - len(line[callee_end.column :].lstrip(" \t"))
+    if line[opening : opening + 1] != "(":
+        # Not called here: the same reading on the name followed by an opening parenthesis.
+        written = [*lines[: callee_end.line], line[: callee_end.column] + "("]
+        found = call_context(written, Position(callee_end.line, callee_end.column + 1), start_line)
+        return found if found is not None and found.callee_end == callee_end else None
+    window = "\n".join([line, *lines[callee_end.line + 1 : callee_end.line + _LOOKBACK_LINES]])
+    closing = closing_bracket(window, opening)
+    if closing < 0:
+        end = Position(callee_end.line, len(line))
+    else:
+        before = window[:closing]
+        newlines = before.count("\n")
+        end = Position(callee_end.line + newlines, closing - (before.rfind("\n") + 1 if newlines else 0))
+    found = call_context(lines, end, start_line)
+    return found if found is not None and found.callee_end == Position(callee_end.line, opening) else None
 
 
 def _is_keyword_equals(frame: _Frame) -> bool:

@@ -18,10 +18,11 @@ from __future__ import annotations
 import json
 import re
 import urllib.parse
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Literal
 
 from torchls.core.brackets import balanced, closing_bracket, split_top_level
+from torchls.core.overloads import parse_signature
 from torchls.docinfo import SymbolDoc
 from torchls.kb.schema import Entry, Example, Param
 
@@ -128,14 +129,19 @@ def public_parameters(signature: str) -> str:
 
 
 def _public_signature(entry_name: str, signature: str) -> str:
-    """jedi writes ``Linear(in_features: int, ...)``; the card shows the public ``torch.nn.Linear(...)``."""
+    """jedi writes ``Linear(in_features: int, ...)``; the card shows the public ``torch.nn.Linear(...)``, with
+    torch's private aliases spelled out as signature help spells them (``_size_2_t`` -> ``int | tuple[int, int]``)."""
     short = entry_name.rsplit(".", 1)[-1]
     if signature.startswith(short + "("):
         signature = entry_name + signature[len(short) :]
-    return public_parameters(signature)
+    return public_parameters(parse_signature(signature).label)
 
 
-def _signatures(entry: Entry, live: SymbolDoc | None) -> list[str]:
+def _signatures(entry: Entry, live: SymbolDoc | None, chosen: Sequence[str] | None = None) -> list[str]:
+    """The card's signatures: ``chosen`` where the caller chose them (a hover on a call: the overload it calls
+    first, :mod:`torchls.overload_choice`), else the installed torch's, else the handbook's."""
+    if chosen:
+        return [public_parameters(signature) for signature in chosen]
     signatures = [_public_signature(entry.name, s) for s in (live.signatures if live else ())]
     if not signatures and entry.signature:
         signatures = [public_parameters(entry.signature)]
@@ -316,14 +322,20 @@ def _summary_line(entry: Entry) -> str:
 
 
 def _compact_card(
-    entry: Entry, live: SymbolDoc | None, heading: str | None, torch_version: str | None, pointer: Pointer
+    entry: Entry,
+    live: SymbolDoc | None,
+    heading: str | None,
+    torch_version: str | None,
+    pointer: Pointer,
+    chosen: Sequence[str] | None = None,
 ) -> str:
     # Built line by line: the line budget counts every line. A paragraph right after a closing fence needs no
     # blank line before it; one after a list does (it would continue the list's last item).
     lines: list[str] = [heading, ""] if heading else []
-    signatures = _signatures(entry, live)
+    signatures = _signatures(entry, live, chosen)
     if signatures:
         lines += ["```python", signatures[0], "```"]
+    first_signature_at = len(lines) - 2
     lines.append(_summary_line(entry))
     warnings = [w for w in (_api_too_new(entry, torch_version), _params_too_new(entry, torch_version)) if w]
     if warnings:
@@ -339,12 +351,23 @@ def _compact_card(
     else:
         shown, code = example
         lines += ["", f"**示例：{shown.title}**", "```python", *code, "```", pointer_line]
+    # The other overloads, after the first (the one a call calls), in the lines the budget leaves.
+    others = signatures[1 : 1 + max(MAX_HOVER_LINES - len(lines), 0)]
+    if others:
+        lines[-1] = _pointer_line(entry, live, len(signatures) - 1 - len(others), pointer)
+        lines[first_signature_at + 1 : first_signature_at + 1] = others
     return "\n".join(lines)
 
 
-def _full_card(entry: Entry, live: SymbolDoc | None, heading: str | None, torch_version: str | None) -> str:
+def _full_card(
+    entry: Entry,
+    live: SymbolDoc | None,
+    heading: str | None,
+    torch_version: str | None,
+    chosen: Sequence[str] | None = None,
+) -> str:
     parts: list[str] = [heading] if heading else []
-    signatures = _signatures(entry, live)
+    signatures = _signatures(entry, live, chosen)
     if signatures:
         shown = signatures[:_MAX_FULL_OVERLOADS]
         block = _code("\n".join(shown))
@@ -389,16 +412,18 @@ def render_card(
     heading: str | None = None,
     torch_version: str | None = None,
     pointer: Pointer = "action",
+    signatures: Sequence[str] | None = None,
 ) -> str:
     """The Chinese card of ``entry``; ``live`` (from jedi) supplies the installed torch's real signature, and
     ``torch_version`` (the user's torch) turns on warnings for an API or parameters newer than it.
+    ``signatures``: the labels to show, in order, where the caller chose the overload (a hover on a call).
 
     ``compact``: the hover card (see the module's docstring), its last line saying where the full card is
     (``pointer``); otherwise the full card.
     """
     if compact:
-        return _compact_card(entry, live, heading, torch_version, pointer)
-    return _full_card(entry, live, heading, torch_version)
+        return _compact_card(entry, live, heading, torch_version, pointer, signatures)
+    return _full_card(entry, live, heading, torch_version, signatures)
 
 
 def card_document(entry: Entry, live: SymbolDoc | None = None, torch_version: str | None = None) -> str:
@@ -421,11 +446,17 @@ def render_param(
     return None
 
 
-def render_fallback(name: str, live: SymbolDoc, heading: str | None = None) -> str:
+def render_fallback(
+    name: str, live: SymbolDoc, heading: str | None = None, signatures: Sequence[str] | None = None
+) -> str:
     """A torch symbol without an entry: torch's own docstring, marked as the English original. Without a
-    docstring the card says so and shows what jedi knows: the signature, or the kind of symbol."""
+    docstring the card says so and shows what jedi knows: the signature, or the kind of symbol. ``signatures``
+    as for :func:`render_card`."""
     parts = [heading] if heading else []
-    signatures = [_public_signature(name, s) for s in live.signatures]
+    if signatures:
+        signatures = [public_parameters(signature) for signature in signatures]
+    else:
+        signatures = [_public_signature(name, s) for s in live.signatures]
     if signatures:
         parts.append(_code("\n".join(signatures[:_MAX_FULL_OVERLOADS])))
     doc = live.docstring.strip()
