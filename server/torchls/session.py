@@ -27,6 +27,7 @@ from torchls.core.receivers import node_key
 from torchls.core.text import SourceText
 from torchls.kb.base import KnowledgeBase
 from torchls.kb.files import file_manifest
+from torchls.kb.identity import Identity
 from torchls.project import ProjectModules
 from torchls.resolve import Resolver, check_interpreter
 from torchls.runner import Runner
@@ -88,6 +89,8 @@ class Session:
         self._loaded_manifests: dict[Path, tuple] = {}  # the team folders' files when the knowledge was loaded
         self.knowledge_messages: list[str] = []  # problems found by the last load, not yet shown
         self.resolver = Resolver()
+        # The interpreter's torch names per object (kb.identity), built in a thread; until then no climbs.
+        self.identity: Identity | None = None
         self._check_worker = CheckWorker()  # its process starts with the first check
         self._documents: dict[str, _IndexedDocument] = {}
         self._checked: dict[str, tuple] = {}  # uri -> (version, text, receiver classes) from the last check
@@ -137,7 +140,27 @@ class Session:
                 interpreter = None
             self.resolver.close()
             self.resolver = Resolver(interpreter)
+            self._build_identity(interpreter)
         return messages
+
+    def _build_identity(self, interpreter: str | None) -> None:
+        """Read (or build: seconds, it imports torch) the identity table of ``interpreter``'s torch in a thread;
+        hovers meanwhile show only names that need no climb."""
+        self.identity = None
+        if self._kb is not None:
+            self._kb.identity = None
+
+        def build() -> None:
+            from torchls.kb import identity
+
+            table = identity.load(interpreter)
+            if interpreter == self._identity_for:  # the interpreter did not change meanwhile
+                self.identity = table
+                if self._kb is not None:
+                    self._kb.identity = table
+
+        self._identity_for = interpreter
+        threading.Thread(target=build, name="torchls-identity", daemon=True).start()
 
     def knowledge_folders(self) -> list[Path]:
         folders = []
@@ -161,6 +184,7 @@ class Session:
         """Load the shipped and configured knowledge folders; report broken files without losing the rest."""
         self._loaded_manifests = self._team_manifests()
         self._kb = KnowledgeBase.load(self.knowledge_folders())
+        self._kb.identity = self.identity
         self.completion_lists.clear()
         errors = self._kb.errors
         if not errors:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from torchls.kb import canonical
 from torchls.kb.cache import LazyEntries, load_folder_cached
+from torchls.kb.identity import Identity
 from torchls.kb.schema import Entry, KbError
 
 
@@ -48,6 +49,8 @@ class KnowledgeBase:
     entries: LazyEntries = field(default_factory=LazyEntries)
     errors: list[KbError] = field(default_factory=list)
     folders: tuple[Path, ...] = ()
+    # The installed torch's names per object (set once built: see torchls.kb.identity); None: climb nowhere.
+    identity: Identity | None = None
     _aliases: dict[str, str] = field(default_factory=dict)
     _namespaces: frozenset[str] = frozenset()
 
@@ -88,7 +91,7 @@ class KnowledgeBase:
 
     def lookup(self, name: str) -> Entry | None:
         """The entry for any name of a symbol: public, defined-at (from jedi) or an alias."""
-        for candidate in canonical.candidates(name, self._namespaces):
+        for candidate in canonical.candidates(name, self._namespaces, self.identity):
             entry = self.get(candidate)
             if entry is not None:
                 return entry
@@ -99,7 +102,7 @@ class KnowledgeBase:
         entry = self.lookup(name)
         if entry is not None:
             return entry.name
-        options = canonical.candidates(name, self._namespaces)
+        options = canonical.candidates(name, self._namespaces, self.identity)
         # Without an entry, prefer the nearest public namespace over the defining module.
         return (
             options[1]
