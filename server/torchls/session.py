@@ -145,21 +145,27 @@ class Session:
 
     def _build_identity(self, interpreter: str | None) -> None:
         """Read (or build: seconds, it imports torch) the identity table of ``interpreter``'s torch in a thread;
-        hovers meanwhile show only names that need no climb."""
+        hovers meanwhile show only names that need no climb. ``identity_future`` resolves once it is in place."""
         self.identity = None
         if self._kb is not None:
             self._kb.identity = None
+        future: Future[Identity | None] = Future()
 
         def build() -> None:
             from torchls.kb import identity
 
-            table = identity.load(interpreter)
-            if interpreter == self._identity_for:  # the interpreter did not change meanwhile
+            try:
+                table = identity.load(interpreter)
+            except Exception as error:  # best effort: without the table nothing climbs, nothing breaks
+                log.warning("could not build the identity table: %s", error)
+                table = None
+            if future is self.identity_future:  # the interpreter did not change meanwhile
                 self.identity = table
                 if self._kb is not None:
                     self._kb.identity = table
+            future.set_result(table)
 
-        self._identity_for = interpreter
+        self.identity_future = future
         threading.Thread(target=build, name="torchls-identity", daemon=True).start()
 
     def knowledge_folders(self) -> list[Path]:
