@@ -146,11 +146,10 @@ class Oracle:
     def __init__(self, project_root: Path) -> None:
         import jedi
 
-        from torchls.kb import identity
         from torchls.kb.base import KnowledgeBase
 
         self.kb = KnowledgeBase.load()
-        self.kb.identity = identity.load()  # the server's own climbs; without it nothing climbs
+        self.kb.read_identity()  # the server's own climbs; without it nothing climbs
         self.tensor_only, self.also_numpy, self.members = _member_names()
         self.project = jedi.Project(project_root)
         self.jedi = jedi

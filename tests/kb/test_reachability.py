@@ -10,12 +10,11 @@ import re
 
 import pytest
 
-from torchls.kb import identity
 from torchls.kb.base import KnowledgeBase, shipped_folder
 from torchls.resolve import Resolver
 
 KB = KnowledgeBase.from_folders([shipped_folder()], use_cache=False)
-KB.identity = identity.load()  # as in a server whose table is built: climbs only to the same object
+KB.read_identity()  # as in a server whose table is built: climbs only to the same object
 
 
 @pytest.fixture(scope="module")

@@ -79,6 +79,17 @@ class KnowledgeBase:
         self._aliases = dict(self.entries.aliases)
         self._namespaces = frozenset(canonical.module_of(name) for name in self.entries)
 
+    @property
+    def namespaces(self) -> frozenset[str]:
+        """The modules names are climbed to: the public namespaces and those of the entries held."""
+        return canonical.PUBLIC_NAMESPACES | self._namespaces
+
+    def read_identity(self, python: str | None = None) -> None:
+        """Read (or build: seconds) ``python``'s identity table for this base's namespaces, and climb with it."""
+        from torchls.kb import identity
+
+        self.identity = identity.load(python, self.namespaces)
+
     def __len__(self) -> int:
         return len(self.entries)
 
