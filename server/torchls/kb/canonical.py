@@ -44,10 +44,9 @@ PUBLIC_NAMESPACES = frozenset(
     torch.optim torch.optim.lr_scheduler torch.optim.swa_utils torch.utils.data torch.utils.checkpoint
     torch.autograd torch.autograd.functional torch.cuda torch.cuda.amp torch.amp torch.backends
     torch.backends.cudnn torch.backends.mps torch.backends.cuda torch.mps torch.distributed torch.linalg
-    torch.distributed.nn torch.fft torch.special torch.jit torch.onnx torch.export torch.compiler torch.distributions
-    torch.testing
-    torch.hub torch.fx torch.utils torch.utils.tensorboard torch.profiler torch.func torch.sparse
-    torch.nn.attention torch.ao.quantization torch.quantization
+    torch.distributed.nn torch.fft torch.special torch.jit torch.onnx torch.export torch.compiler
+    torch.distributions torch.testing torch.hub torch.fx torch.utils torch.utils.tensorboard torch.profiler
+    torch.func torch.sparse torch.nn.attention torch.ao.quantization torch.quantization
     """.split()
 )
 
@@ -102,8 +101,7 @@ def candidates(name: str, public: Iterable[str] = (), identity: Identity | None 
         if name.startswith(old) or name == old.rstrip("."):
             name = new + name[len(old) :] if name.startswith(old) else new.rstrip(".")
             break
-    known = identity is not None and identity.knows(original) and identity.knows(name)
-    if known and not identity.same(original, name):  # type: ignore[union-attr]
+    if identity is not None and identity.knows(original) and identity.knows(name) and not identity.same(original, name):
         name = original  # the rule's public spelling is another object in this torch: keep the real name
     namespaces = PUBLIC_NAMESPACES.union(public)
     module, obj = split_module(name)
