@@ -294,6 +294,7 @@ def _kb_coverage(args: argparse.Namespace) -> int:
             return 2
         scope = f"{args.usage} "
     else:
+        kb.read_identity()  # folding implementation names onto public ones needs the same-object table
         files, missing = discover(args.paths, PYTHON_SUFFIXES)
         for path in missing:
             print(f"torchls: 找不到 {path}", file=sys.stderr)

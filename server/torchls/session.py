@@ -27,6 +27,7 @@ from torchls.core.receivers import node_key
 from torchls.core.text import SourceText
 from torchls.kb.base import KnowledgeBase
 from torchls.kb.files import file_manifest
+from torchls.kb.identity import Identity
 from torchls.project import ProjectModules
 from torchls.resolve import Resolver, check_interpreter
 from torchls.runner import Runner
@@ -88,6 +89,11 @@ class Session:
         self._loaded_manifests: dict[Path, tuple] = {}  # the team folders' files when the knowledge was loaded
         self.knowledge_messages: list[str] = []  # problems found by the last load, not yet shown
         self.resolver = Resolver()
+        # The interpreter's torch names per object (kb.identity), built in a thread; until then no climbs.
+        self.identity: Identity | None = None
+        self.identity_future: Future[Identity | None] = Future()  # the build in progress; see _build_identity
+        self.identity_future.set_result(None)
+        self._interpreter: str | None = None
         self._check_worker = CheckWorker()  # its process starts with the first check
         self._documents: dict[str, _IndexedDocument] = {}
         self._checked: dict[str, tuple] = {}  # uri -> (version, text, receiver classes) from the last check
@@ -137,7 +143,39 @@ class Session:
                 interpreter = None
             self.resolver.close()
             self.resolver = Resolver(interpreter)
+            self._interpreter = interpreter
+            self._build_identity(forget=True)
         return messages
+
+    def _build_identity(self, forget: bool) -> None:
+        """Read (or build: seconds, it imports torch) the identity table of the interpreter's torch in a thread,
+        for the namespaces of the knowledge base (so it must be loaded). ``forget``: the old table is another
+        torch's; otherwise it serves until the new one is in place. Without any table nothing climbs."""
+        if forget:
+            self.identity = None
+            if self._kb is not None:
+                self._kb.identity = None
+        if self._kb is None:
+            return  # built when the knowledge base is loaded: its entries name the modules to import
+        interpreter, namespaces = self._interpreter, self._kb.namespaces
+        future: Future[Identity | None] = Future()
+
+        def build() -> None:
+            from torchls.kb import identity
+
+            try:
+                table = identity.load(interpreter, namespaces)
+            except Exception as error:  # best effort: without the table nothing climbs, nothing breaks
+                log.warning("could not build the identity table: %s", error)
+                table = None
+            if future is self.identity_future:  # neither the interpreter nor the knowledge changed meanwhile
+                self.identity = table
+                if self._kb is not None:
+                    self._kb.identity = table
+            future.set_result(table)
+
+        self.identity_future = future
+        threading.Thread(target=build, name="torchls-identity", daemon=True).start()
 
     def knowledge_folders(self) -> list[Path]:
         folders = []
@@ -161,6 +199,8 @@ class Session:
         """Load the shipped and configured knowledge folders; report broken files without losing the rest."""
         self._loaded_manifests = self._team_manifests()
         self._kb = KnowledgeBase.load(self.knowledge_folders())
+        self._kb.identity = self.identity
+        self._build_identity(forget=False)  # the entries' modules may have changed: read them too
         self.completion_lists.clear()
         errors = self._kb.errors
         if not errors:

@@ -15,6 +15,7 @@ from torchls.kb.coverage import count_file_uses, project_coverage, usage_table_c
 # A copy of the workplace's usage table (see its README next to it), so the figure is checked in every clone.
 USAGE_TABLE = Path(__file__).resolve().parents[1] / "fixtures" / "usage" / "torch_api_usage.csv"
 KB = KnowledgeBase.from_folders([shipped_folder()], use_cache=False)
+KB.read_identity()  # as `torchls kb coverage` does: folding onto public names needs the same object
 
 PROJECT_FILE = """\
 import torch

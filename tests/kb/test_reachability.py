@@ -14,6 +14,7 @@ from torchls.kb.base import KnowledgeBase, shipped_folder
 from torchls.resolve import Resolver
 
 KB = KnowledgeBase.from_folders([shipped_folder()], use_cache=False)
+KB.read_identity()  # as in a server whose table is built: climbs only to the same object
 
 
 @pytest.fixture(scope="module")

@@ -2,7 +2,11 @@ from __future__ import annotations
 
 import pytest
 
+from torchls.kb import identity
 from torchls.kb.canonical import candidates, split_module
+
+# The installed torch's names per object (built once by a subprocess, then read from the cache).
+TABLE = identity.load()
 
 
 @pytest.mark.parametrize(
@@ -25,7 +29,7 @@ from torchls.kb.canonical import candidates, split_module
     ],
 )
 def test_candidates_reach_the_public_name(jedi_name, public):
-    assert public in candidates(jedi_name)
+    assert public in candidates(jedi_name, identity=TABLE)
 
 
 def test_public_namespace_functions_are_not_shortened():
@@ -39,7 +43,7 @@ def test_the_name_itself_comes_first():
 
 def test_a_module_with_entries_of_its_own_still_leads_up_to_the_exported_name():
     # torch.serialization has entries (safe_globals); torch.save is defined there and exported as torch.save.
-    options = candidates("torch.serialization.save", {"torch.serialization"})
+    options = candidates("torch.serialization.save", {"torch.serialization"}, TABLE)
     assert options[0] == "torch.serialization.save" and "torch.save" in options
 
 
@@ -54,7 +58,7 @@ def test_a_module_with_entries_of_its_own_still_leads_up_to_the_exported_name():
     ],
 )
 def test_legacy_classes_reach_the_members_they_inherit(jedi_name, public):
-    assert public in candidates(jedi_name)
+    assert public in candidates(jedi_name, identity=TABLE)
 
 
 @pytest.mark.parametrize("name", ["torch.device.type", "torch.device.index", "torch.dtype.is_floating_point"])
@@ -67,3 +71,41 @@ def test_members_of_lowercase_classes_stay_members(name):
 
 def test_the_lowercase_classes_themselves_are_not_split():
     assert split_module("torch.device") == (["torch"], ["device"])
+
+
+@pytest.mark.parametrize(
+    ("jedi_name", "sibling"),
+    [
+        # The autograd-aware collectives: other signatures, and they pass gradients; not the c10d functions.
+        ("torch.distributed.nn.functional.all_gather", "torch.distributed.all_gather"),
+        ("torch.distributed.nn.functional.all_reduce", "torch.distributed.all_reduce"),
+        ("torch.distributed.nn.all_gather", "torch.distributed.all_gather"),
+        # ``torch.random.Generator`` is ``collections.abc.Generator``, not ``torch.Generator``.
+        ("torch.random.Generator", "torch.Generator"),
+        # A Python wrapper over the C function: another object, another signature.
+        ("torch._C._nn.l1_loss", "torch.nn.functional.l1_loss"),
+    ],
+)
+def test_a_name_never_climbs_to_another_object_with_the_same_last_part(jedi_name, sibling):
+    assert sibling not in candidates(jedi_name, identity=TABLE)
+
+
+@pytest.mark.parametrize(
+    ("jedi_name", "public"),
+    [
+        ("torch.nn.modules.linear.Linear", "torch.nn.Linear"),
+        ("torch.nn.modules.linear.Linear.forward", "torch.nn.Linear.forward"),
+        ("torch.functional.norm", "torch.norm"),
+        ("torch.serialization.load", "torch.load"),
+    ],
+)
+def test_a_true_re_export_climbs(jedi_name, public):
+    assert TABLE is not None and TABLE.same_object(jedi_name, public)
+    assert public in candidates(jedi_name, identity=TABLE)
+
+
+def test_without_the_table_nothing_climbs():
+    # Before the table is built (or where it cannot be), only rules and exact names: never a same-name guess.
+    assert candidates("torch.distributed.nn.functional.all_gather") == ["torch.distributed.nn.functional.all_gather"]
+    assert candidates("torch.nn.modules.linear.Linear") == ["torch.nn.modules.linear.Linear"]
+    assert "torch.cat" in candidates("torch._C._VariableFunctions.cat")

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from torchls.kb import archive, canonical
 from torchls.kb.cache import LazyEntries, cache_dir, load_folder_cached
+from torchls.kb.identity import Identity
 from torchls.kb.schema import Entry, KbError
 
 
@@ -54,6 +55,8 @@ class KnowledgeBase:
     entries: LazyEntries = field(default_factory=LazyEntries)
     errors: list[KbError] = field(default_factory=list)
     folders: tuple[Path, ...] = ()
+    # The installed torch's names per object (set once built: see torchls.kb.identity); None: climb nowhere.
+    identity: Identity | None = None
     _aliases: dict[str, str] = field(default_factory=dict)
     _namespaces: frozenset[str] = frozenset()
 
@@ -82,6 +85,17 @@ class KnowledgeBase:
         self._aliases = dict(self.entries.aliases)
         self._namespaces = frozenset(canonical.module_of(name) for name in self.entries)
 
+    @property
+    def namespaces(self) -> frozenset[str]:
+        """The modules names are climbed to: the public namespaces and those of the entries held."""
+        return canonical.PUBLIC_NAMESPACES | self._namespaces
+
+    def read_identity(self, python: str | None = None) -> None:
+        """Read (or build: seconds) ``python``'s identity table for this base's namespaces, and climb with it."""
+        from torchls.kb import identity
+
+        self.identity = identity.load(python, self.namespaces)
+
     def __len__(self) -> int:
         return len(self.entries)
 
@@ -94,7 +108,7 @@ class KnowledgeBase:
 
     def lookup(self, name: str) -> Entry | None:
         """The entry for any name of a symbol: public, defined-at (from jedi) or an alias."""
-        for candidate in canonical.candidates(name, self._namespaces):
+        for candidate in canonical.candidates(name, self._namespaces, self.identity):
             entry = self.get(candidate)
             if entry is not None:
                 return entry
@@ -105,7 +119,7 @@ class KnowledgeBase:
         entry = self.lookup(name)
         if entry is not None:
             return entry.name
-        options = canonical.candidates(name, self._namespaces)
+        options = canonical.candidates(name, self._namespaces, self.identity)
         # Without an entry, prefer the nearest public namespace over the defining module.
         return (
             options[1]

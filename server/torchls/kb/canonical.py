@@ -5,11 +5,20 @@ jedi reports where a symbol is *defined*: ``torch._C.TensorBase.view``, ``torch.
 Users and the handbook use where it is *exported*: ``torch.Tensor.view``, ``torch.cat``,
 ``torch.nn.CrossEntropyLoss``, ``torch.optim.AdamW``, ``torch.no_grad``. :func:`candidates` lists the public names
 a defined name may have, best first; the knowledge base picks the first one it has an entry for.
+
+A climb from a module to a namespace above it (``torch.nn.modules.loss`` -> ``torch.nn``) is taken only where the
+installed torch binds both names to the same object (:mod:`torchls.kb.identity`): the same last part is no proof
+(``torch.distributed.nn.functional.all_gather`` is not ``torch.distributed.all_gather``). Without that table
+there is no climb at all.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from torchls.kb.identity import Identity
 
 # Private homes of public objects, rewritten before anything else.
 _PREFIX_REWRITES = (
@@ -27,16 +36,17 @@ _PREFIX_REWRITES = (
 )
 
 # Namespaces users import from. A name defined directly in one of them is already public; a name defined in a
-# module below one of them (``torch.nn.modules.loss``) is exported by the nearest one above it.
+# module below one of them (``torch.nn.modules.loss``) may be exported by one above it, where the identity table
+# says the name there is the same object.
 PUBLIC_NAMESPACES = frozenset(
     """
     torch torch.nn torch.nn.functional torch.nn.init torch.nn.utils torch.nn.utils.rnn torch.nn.parallel
     torch.optim torch.optim.lr_scheduler torch.optim.swa_utils torch.utils.data torch.utils.checkpoint
     torch.autograd torch.autograd.functional torch.cuda torch.cuda.amp torch.amp torch.backends
     torch.backends.cudnn torch.backends.mps torch.backends.cuda torch.mps torch.distributed torch.linalg
-    torch.fft torch.special torch.jit torch.onnx torch.export torch.compiler torch.distributions torch.testing
-    torch.hub torch.fx torch.utils torch.utils.tensorboard torch.profiler torch.func torch.sparse
-    torch.nn.attention torch.ao.quantization torch.quantization
+    torch.distributed.nn torch.fft torch.special torch.jit torch.onnx torch.export torch.compiler
+    torch.distributions torch.testing torch.hub torch.fx torch.utils torch.utils.tensorboard torch.profiler
+    torch.func torch.sparse torch.nn.attention torch.ao.quantization torch.quantization
     """.split()
 )
 
@@ -80,26 +90,32 @@ def split_module(name: str) -> tuple[list[str], list[str]]:
     return parts[:-1], parts[-1:]
 
 
-def candidates(name: str, public: Iterable[str] = ()) -> list[str]:
+def candidates(name: str, public: Iterable[str] = (), identity: Identity | None = None) -> list[str]:
     """Public names ``name`` may be known by, best first, ``name`` itself (after private rewrites) first.
 
-    ``public`` adds namespaces beyond :data:`PUBLIC_NAMESPACES` (the modules of team knowledge entries).
+    ``public`` adds namespaces beyond :data:`PUBLIC_NAMESPACES` (the modules of team knowledge entries);
+    ``identity`` is the installed torch's table of names per object, without which no module is climbed.
     """
+    original = name
     for old, new in _PREFIX_REWRITES:
         if name.startswith(old) or name == old.rstrip("."):
             name = new + name[len(old) :] if name.startswith(old) else new.rstrip(".")
             break
+    if identity is not None and identity.knows(original) and identity.knows(name) and not identity.same(original, name):
+        name = original  # the rule's public spelling is another object in this torch: keep the real name
     namespaces = PUBLIC_NAMESPACES.union(public)
     module, obj = split_module(name)
     out = [name]
-    # Defined in an implementation module: try each public namespace above it, nearest first. A module that
-    # only has entries of its own (``torch.serialization.safe_globals``) is still the implementation home of
-    # the names torch exports higher up (``torch.serialization.save`` is ``torch.save``).
-    if ".".join(module) not in PUBLIC_NAMESPACES:
+    # Defined in an implementation module: try each public namespace above it, nearest first, where it is the
+    # same object there. A module that only has entries of its own (``torch.serialization.safe_globals``) is
+    # still the implementation home of the names torch exports higher up (``torch.serialization.save`` is
+    # ``torch.save``).
+    if identity is not None and ".".join(module) not in PUBLIC_NAMESPACES:
         for cut in range(len(module) - 1, 0, -1):
             prefix = ".".join(module[:cut])
-            if prefix in namespaces:
-                out.append(".".join([prefix, *obj]))
+            climbed = ".".join([prefix, *obj])
+            if prefix in namespaces and identity.same_object(name, climbed):
+                out.append(climbed)
     for public_name in list(out):
         out.extend(_inherited(public_name))
     return list(dict.fromkeys(out))

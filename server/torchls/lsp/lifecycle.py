@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
@@ -140,6 +141,10 @@ async def warm_up(ls: TorchLanguageServer) -> None:
     signatures = resolver.signature_plan(sorted(session.kb.entries)) if resolver is session.resolver else []
     # Begun before the first report ends, so a client never sees a moment with no torchls progress open.
     signatures_token = await _begin_progress(ls, "signatures", "torchls 读取签名", "正在读取知识库条目的签名")
+    # Ready means names climb to their public cards too: that needs the identity table (a subprocess, usually
+    # done before jedi is; read from the cache after the first start).
+    with contextlib.suppress(Exception):
+        await asyncio.wrap_future(session.identity_future)
     if token:
         ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message="torchls 已就绪"))
     await _run_steps(ls, resolver, signatures, signatures_token)

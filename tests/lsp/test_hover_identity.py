@@ -1,0 +1,73 @@
+"""Hover never shows another API's card (issue 30): the autograd-aware collectives of ``torch.distributed.nn``
+are not ``torch.distributed.all_gather`` / ``all_reduce``, whatever their last name part; a true re-export still
+reaches its card. The real server, real jedi, the installed torch."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import pytest_lsp
+from pytest_lsp import LanguageClient
+
+from torchls.kb.base import KnowledgeBase
+
+from .helpers import hover, open_document, server_config, utf16_position, vscode_initialize, wait_until_warm
+
+SOURCE = """\
+import torch
+import torch.distributed.nn
+from torch.distributed.nn.functional import all_gather
+from torch.nn.modules.linear import Linear
+
+x = torch.randn(4, requires_grad=True)
+说明 = "求和 ➕"; total = torch.distributed.nn.all_reduce(x)
+说明 = "收集 🧲"; parts = all_gather(x)
+说明 = "层 🧱"; layer = Linear(4, 2)
+"""
+
+
+@pytest.fixture(scope="module")
+def kb() -> KnowledgeBase:
+    return KnowledgeBase.load(use_cache=False)
+
+
+@pytest_lsp.fixture(config=server_config(Path("/tmp/torchls-test-cache")), scope="module")
+async def client(lsp_client: LanguageClient, tmp_path_factory):
+    root = tmp_path_factory.mktemp("workspace")
+    await lsp_client.initialize_session(vscode_initialize(root))
+    path = root / "collectives.py"
+    path.write_text(SOURCE, encoding="utf-8")
+    lsp_client.example_uri = path.as_uri()
+    await open_document(lsp_client, lsp_client.example_uri, SOURCE)
+    await wait_until_warm(lsp_client)
+    yield
+    await lsp_client.shutdown_session()
+
+
+@pytest.mark.parametrize(
+    ("line_contains", "symbol", "shown", "sibling"),
+    [
+        (
+            "total = torch.distributed.nn.all_reduce",
+            "all_reduce",
+            "torch.distributed.nn",
+            "torch.distributed.all_reduce",
+        ),
+        ("parts = all_gather(x)", "all_gather", "torch.distributed.nn", "torch.distributed.all_gather"),
+    ],
+)
+async def test_a_collective_of_another_module_never_shows_the_c10d_card(
+    client: LanguageClient, kb, line_contains, symbol, shown, sibling
+):
+    result = await hover(client, client.example_uri, utf16_position(SOURCE, line_contains, symbol))
+    value = result.contents.value if result is not None else ""
+    assert kb.get(sibling).summary not in value, f"{symbol} shows the card of {sibling}:\n{value[:300]}"
+    assert f"**{sibling}**" not in value
+    if result is not None:  # torch's own text for the real name, marked as such
+        assert f"**{shown}." in value and "暂无中文条目" in value
+
+
+async def test_a_true_re_export_still_shows_its_card(client: LanguageClient, kb):
+    result = await hover(client, client.example_uri, utf16_position(SOURCE, "layer = Linear(4, 2)", "Linear"))
+    assert result is not None and kb.get("torch.nn.Linear").summary in result.contents.value
