@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import inspect
 import logging
 import os
 import shutil
@@ -182,6 +183,38 @@ def _is_torch(name: Any) -> bool:
     return full_name == "torch" or full_name.startswith("torch.")
 
 
+def read_torch_extensions_from_stubs() -> bool:
+    """Make jedi read torch's compiled modules (``torch._C`` and its submodules) from their ``.pyi`` stubs only.
+
+    To inspect a compiled module jedi imports it in its environment's helper process, and importing ``torch._C``
+    imports all of torch: 230 MB held for the session, and seconds of CPU. torch ships stubs for these modules
+    (with their docstrings), and jedi reads signatures, members and docstrings from the stubs anyway: checked
+    here, ``torch.cat``, ``Tensor.view``, ``nn.Linear`` and a tensor's 737 completions come out the same either
+    way. Patches a private jedi function, so it is guarded: False (nothing changed) when jedi no longer has it.
+    """
+    from jedi.inference import imports
+
+    load = getattr(imports, "_load_builtin_module", None)
+    if load is None or getattr(load, "torchls_stub_only", False):
+        return load is not None
+    try:
+        parameters = list(inspect.signature(load).parameters)
+    except (TypeError, ValueError):
+        parameters = []
+    if parameters[:2] != ["inference_state", "import_names"]:
+        log.info("jedi's _load_builtin_module changed (%s): torch's compiled modules are imported", parameters)
+        return False
+
+    def load_unless_torch(inference_state: Any, import_names: Any = None, *args: Any, **kwargs: Any) -> Any:
+        if import_names and import_names[0] == "torch":
+            return None  # as if not importable: jedi then takes the stub alone
+        return load(inference_state, import_names, *args, **kwargs)
+
+    load_unless_torch.torchls_stub_only = True  # type: ignore[attr-defined]
+    imports._load_builtin_module = load_unless_torch
+    return True
+
+
 class JediHost:
     """jedi for one Python environment; every method runs in the child process, one request at a time."""
 
@@ -199,6 +232,7 @@ class JediHost:
             import jedi
 
             parso_guard.install()  # before jedi parses anything: a broken cache folder must not empty its answers
+            read_torch_extensions_from_stubs()
             try:
                 self._environment = find_environment(self.interpreter)
             except EnvironmentProblem as problem:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pytest
 
@@ -68,3 +69,25 @@ def test_an_attribute_a_method_assigns_is_named_as_a_member_of_its_class(line, e
     text = f"import torch\nm = torch.nn.Linear(2, 3)\nt = torch.randn(2)\n{line}\n"
     hit = JediHost().resolve_at(text, None, 3, len(line))
     assert hit is not None and hit.doc.name == expected
+
+
+def _descendants(pid: int) -> list[int]:
+    children = Path(f"/proc/{pid}/task/{pid}/children")
+    found = [int(child) for child in children.read_text().split()] if children.exists() else []
+    return found + [grand for child in found for grand in _descendants(child)]
+
+
+@pytest.mark.skipif(not Path("/proc/self/maps").exists(), reason="reads /proc (Linux) to see what is loaded")
+def test_jedi_reads_torch_from_its_stubs_without_importing_torch(resolver):
+    """jedi's answers on torch's compiled modules come from their stubs; no process of the jedi host imports torch
+    (230 MB held for the session, with torch's shared libraries mapped)."""
+    cat = resolver.submit(resolver.describe, "torch.cat").result(120)
+    assert cat is not None and cat.signatures and "tensors" in cat.param_names and cat.docstring
+    view = resolver.submit(resolver.describe, "torch.Tensor.view").result(120)
+    assert view is not None and len(view.signatures) >= 2  # the overloads, from the stub
+    assert "view" in resolver.submit(resolver.members, "torch.Tensor", True).result(120)
+    host = resolver._host._process.pid
+    processes = [host, *_descendants(host)]
+    assert len(processes) >= 2, "jedi's helper process for the environment should be running"
+    for pid in processes:
+        assert "libtorch" not in Path(f"/proc/{pid}/maps").read_text(), f"process {pid} imported torch"
