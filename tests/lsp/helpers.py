@@ -109,6 +109,18 @@ async def start_warm_in(client: LanguageClient, root: Path) -> None:
     await wait_until_warm(client)
 
 
+async def open_in_warm_workspace(client: LanguageClient, tmp_path_factory, name: str, source: str) -> list:
+    """Initialize like VS Code in a new workspace, open ``source`` there as ``name`` (``client.example_uri``) and
+    wait for the warm-up, so cases that need jedi do not race its cold start; returns the warm-up's reports."""
+    root = tmp_path_factory.mktemp("workspace")
+    await client.initialize_session(vscode_initialize(root))
+    path = root / name
+    path.write_text(source, encoding="utf-8")
+    client.example_uri = path.as_uri()  # type: ignore[attr-defined]
+    await open_document(client, client.example_uri, source)  # type: ignore[attr-defined]
+    return await wait_until_warm(client)
+
+
 async def wait_until_warm(client: LanguageClient, timeout: float = 180.0) -> list:
     """Wait for the server's warm-up ``$/progress`` to end, and the reading of signatures it begins before it ends
     (so a test sees every entry's live signature); returns the warm-up token's reports."""

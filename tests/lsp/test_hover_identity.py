@@ -12,7 +12,7 @@ from pytest_lsp import LanguageClient
 
 from torchls.kb.base import KnowledgeBase
 
-from .helpers import hover, open_document, server_config, utf16_position, vscode_initialize, wait_until_warm
+from .helpers import hover, open_in_warm_workspace, server_config, utf16_position
 
 SOURCE = """\
 import torch
@@ -34,13 +34,7 @@ def kb() -> KnowledgeBase:
 
 @pytest_lsp.fixture(config=server_config(Path("/tmp/torchls-test-cache")), scope="module")
 async def client(lsp_client: LanguageClient, tmp_path_factory):
-    root = tmp_path_factory.mktemp("workspace")
-    await lsp_client.initialize_session(vscode_initialize(root))
-    path = root / "collectives.py"
-    path.write_text(SOURCE, encoding="utf-8")
-    lsp_client.example_uri = path.as_uri()
-    await open_document(lsp_client, lsp_client.example_uri, SOURCE)
-    await wait_until_warm(lsp_client)
+    await open_in_warm_workspace(lsp_client, tmp_path_factory, "collectives.py", SOURCE)
     yield
     await lsp_client.shutdown_session()
 
