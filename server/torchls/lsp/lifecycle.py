@@ -51,8 +51,7 @@ def client_tells_missing_torch(ls: TorchLanguageServer) -> bool:
     """True when the client checks the interpreter for torch itself and tells the user (``{"experimental":
     {"missingTorch": "client"}}``, the torchls VS Code extension), so the server's own notification would repeat
     it."""
-    experimental = ls.client_capabilities.experimental
-    return isinstance(experimental, dict) and experimental.get("missingTorch") == "client"
+    return ls.client_experimental("missingTorch") == "client"
 
 
 def _supports_configuration(ls: TorchLanguageServer) -> bool:

@@ -153,8 +153,7 @@ def client_shows_output(ls: TorchLanguageServer) -> bool:
     """True when the client said it writes the command's result somewhere itself (``{"experimental":
     {"exampleOutput": "client"}}``, the torchls VS Code extension: its "torchls 示例" channel), so the output is not
     also logged to the server's channel."""
-    experimental = ls.client_capabilities.experimental
-    return isinstance(experimental, dict) and experimental.get("exampleOutput") == "client"
+    return ls.client_experimental("exampleOutput") == "client"
 
 
 def _report(ls: TorchLanguageServer, result, name: str | None = None, code: str | None = None) -> dict:

@@ -124,6 +124,13 @@ class TorchLanguageServer(LanguageServer):
         self._session = session
         self.planned_session = None
 
+    def client_experimental(self, key: str) -> object:
+        """What the client declared under ``capabilities.experimental[key]`` in `initialize`; None if nothing.
+        torchls's own clients declare there what they do themselves (show example output, warn about torch, run
+        card links), so the server does not do it twice."""
+        experimental = self.client_capabilities.experimental
+        return experimental.get(key) if isinstance(experimental, dict) else None
+
     def feature(self, feature_name: str, options: Any | None = None) -> Callable[[F], F]:
         """pygls's decorator, with the handler wrapped so that a failure answers "nothing" (see :mod:`.guard`)."""
         register = super().feature(feature_name, options)

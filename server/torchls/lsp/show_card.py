@@ -25,8 +25,7 @@ SHOW_CARD_KIND = "torchls.showCard"
 
 def client_runs_card_links(ls: TorchLanguageServer) -> bool:
     """True when the client said it runs ``torchls.showCard`` from a Markdown link (see the module docstring)."""
-    experimental = ls.client_capabilities.experimental
-    links = experimental.get("commandLinks") if isinstance(experimental, dict) else None
+    links = ls.client_experimental("commandLinks")
     return isinstance(links, list) and SHOW_CARD_COMMAND in links
 
 
