@@ -9,13 +9,14 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from types import SimpleNamespace
+from types import MethodType, SimpleNamespace
 
 import pytest
 
 from torchls.jedi_host import BUNDLED_LIBS_ENV, project_env
 from torchls.lsp.lifecycle import client_tells_missing_torch
 from torchls.lsp.run_example import client_shows_output
+from torchls.lsp.server import TorchLanguageServer
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "vscode-client" / "scripts" / "bundle_server.py"
@@ -48,12 +49,19 @@ def test_jedi_in_the_project_interpreter_does_not_see_the_bundle(monkeypatch):
     assert project_env() is None  # not from a bundle: jedi inherits the server's environment
 
 
+def client_declaring(experimental: dict | None) -> SimpleNamespace:
+    """A stand-in server whose client declared ``experimental`` in `initialize`, read by the server's own method."""
+    ls = SimpleNamespace(client_capabilities=SimpleNamespace(experimental=experimental))
+    ls.client_experimental = MethodType(TorchLanguageServer.client_experimental, ls)
+    return ls
+
+
 @pytest.mark.parametrize(
     ("experimental", "shown"),
     [({"exampleOutput": "client"}, True), ({"commandLinks": []}, False), (None, False)],
 )
 def test_example_output_is_left_to_a_client_that_shows_it(experimental, shown):
-    ls = SimpleNamespace(client_capabilities=SimpleNamespace(experimental=experimental))
+    ls = client_declaring(experimental)
     assert client_shows_output(ls) is shown
 
 
@@ -62,7 +70,7 @@ def test_example_output_is_left_to_a_client_that_shows_it(experimental, shown):
     [({"missingTorch": "client"}, True), ({"exampleOutput": "client"}, False), (None, False)],
 )
 def test_a_missing_torch_is_left_to_a_client_that_tells_it(experimental, told):
-    ls = SimpleNamespace(client_capabilities=SimpleNamespace(experimental=experimental))
+    ls = client_declaring(experimental)
     assert client_tells_missing_torch(ls) is told
 
 
