@@ -19,7 +19,8 @@ server is started as an editor starts it (``python -m torchls`` or the ``torchls
 after the warm-up has ended, and each reference is hovered right away. Each answer is one of:
 
 * ``chinese``: a Chinese card whose title is the expected API (or another name of the same object in the installed
-  torch: ``torch.distributed.nn.functional.all_gather`` is ``torch.distributed.nn.all_gather``);
+  torch: ``torch.distributed.nn.functional.all_gather`` is ``torch.distributed.nn.all_gather``; or a torch layer
+  class where jedi knows only ``torch.nn.Module``, as after ``nn.Conv2d(...).requires_grad_(False)``);
 * ``english``: torch's English documentation of the expected API (no Chinese entry);
 * ``other API``: a card for another API (wrong);
 * ``nothing``: no hover;
@@ -470,7 +471,15 @@ def run(files: list[Path], args: argparse.Namespace) -> int:
 
     kb = KnowledgeBase.load()
     kb.read_identity()
-    same = kb.identity.same_object if kb.identity is not None else None
+    identical = kb.identity.same_object if kb.identity is not None else None
+
+    def same(shown: str, expected: str) -> bool:
+        """Another name of the expected object; or, where jedi knows only ``torch.nn.Module`` (it loses the class
+        through methods typed ``-> T``, ``nn.Conv2d(...).requires_grad_(False)``), a torch layer class."""
+        if identical is not None and identical(shown, expected):
+            return True
+        return expected == "torch.nn.Module" and Oracle._is_module_class(shown)
+
     tally = asyncio.run(hover_all(server, references, root, same))
     report(tally, args.misses)
     if args.dump:

@@ -105,8 +105,12 @@ async def hover(
         index, blanked = session.partial_index(uri, text, version, position.line, with_init=False)
         target = index.target_at(position)  # enough for what the imports name
         if (target is None or target.qualname is None) and _after_self(document_line(text, position.line), position):
-            # ``self.fc``: what __init__ binds decides
+            # ``self.fc``: what __init__ binds decides, else what the whole class binds or inherits
             index, blanked = session.partial_index(uri, text, version, position.line, with_init=True)
+            target = index.target_at(position)
+            if target is not None and target.qualname is None:
+                document = session.index(uri, text, version)  # 20-120 ms, once per version
+                index, blanked = document.index, document.blanked_lines
     target = index.target_at(position)
     if target is None and position.line not in blanked:
         return None  # whitespace, a string, a comment, a keyword: nothing to look up

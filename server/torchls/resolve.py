@@ -63,6 +63,8 @@ INDEXED_MEMBERS = (
     ("torch.Tensor", True),
     ("torch.nn.Module", True),
     ("torch.optim.Optimizer", True),
+    ("torch.dtype", True),
+    ("torch.device", True),
     # The builtins' containers: a receiver the file shows (or jedi infers) is a dict is completed from the cache.
     ("builtins.dict", True),
     ("builtins.list", True),

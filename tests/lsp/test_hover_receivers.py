@@ -134,10 +134,13 @@ async def test_a_short_file_is_indexed_whole_for_its_first_hover(client: Languag
 
 async def test_hovers_right_after_opening_a_long_file_answer_from_the_block_around_them(client: LanguageClient):
     padding = "".join(f"# 长文件的注释第 {n} 行 🧾，让文件超过一次建全索引的长度。\n" for n in range(800))
-    text = padding + MODEL.replace("标注器", "模型二")
+    text = padding + MODEL.replace("标注器", "模型二").replace(
+        "        return self.head(", '        说明 = "输出头 🎯"; return self.head('
+    )
     uri = (client.root / "just_opened.py").as_uri()
     await open_document(client, uri, text)
     # No pause: the full index is built later; the block around each place answers now.
+    assert _title(await hover(client, uri, utf16_position(text, "输出头", "head"))) == "torch.nn.Linear"
     assert _title(await hover(client, uri, utf16_position(text, "词嵌入", "wte"))) == "torch.nn.Embedding"
     assert _title(await hover(client, uri, utf16_position(text, "循环层", "mean"))) == "torch.Tensor.mean"
     first = await hover(client, uri, utf16_position(text, "批次", "to(device)"))  # needs main's call: not yet

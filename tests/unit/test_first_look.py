@@ -161,3 +161,17 @@ def test_hovers_in_two_methods_of_one_class_do_not_share_a_partial_index():
             assert index.target_at(position).qualname == expected
     finally:
         session.close()
+
+
+def test_without_init_a_partial_index_does_not_name_the_attributes_it_cannot_see():
+    """``self.fc`` is bound in ``__init__`` and ``self.extra`` could be a method: a partial index that left them
+    out must not call them ``torch.nn.Module.fc`` (hover would show a card for an API that does not exist)."""
+    text = SOURCE.replace("        self.extra = make(d)\n", "").replace(
+        "    def forward(self, x):", "    def extra(self, x):\n        return x\n\n    def forward(self, x):"
+    )
+    for symbol in ("self.fc", "self.extra"):
+        position = _at(text, "前向" if symbol == "self.fc" else "return F.relu", symbol.split(".")[-1])
+        for with_init in (False, True):
+            target = partial_index(text, position.line, with_init)[0].target_at(position)
+            assert target is not None and target.qualname in (None, "torch.nn.Linear"), (symbol, with_init)
+    assert _full(text).target_at(_at(text, "return F.relu", "extra")).qualname is None  # the class's own method

@@ -7,13 +7,15 @@ import pytest
 from torchls.core.name_guess import classes_to_compare, tensor_member_by_name
 
 MEMBERS = {
-    "torch.Tensor": {"permute", "shape", "view", "split", "to", "masked_fill", "unsqueeze"},
+    "torch.Tensor": {"permute", "shape", "view", "split", "to", "masked_fill", "unsqueeze", "is_floating_point"},
     "builtins.str": {"split", "upper"},
     "builtins.list": {"append"},
     "builtins.dict": {"items"},
     "builtins.tuple": {"count"},
     "builtins.set": {"add"},
     "torch.nn.Module": {"to", "parameters"},
+    "torch.dtype": {"is_floating_point", "itemsize"},
+    "torch.device": {"type", "index"},
     "numpy.ndarray": {"shape", "view"},
     "PIL.Image.Image": {"size", "split"},
 }
@@ -36,6 +38,7 @@ def members_of(qualname):
         ("unsqueeze", {"torch", "tensorflow"}, False),  # its tensors mirror torch's
         ("_private", {"torch"}, False),
         ("upper", {"torch"}, False),  # not a tensor's at all
+        ("is_floating_point", {"torch"}, False),  # ``dtype.is_floating_point``: a torch.dtype has it too
     ],
 )
 def test_guess_only_what_no_other_type_has(member, imports, expected):

@@ -1226,3 +1226,34 @@ module.weight.data.normal_()
 def test_methods_through_data_and_grad_are_tensor_methods(line_contains, symbol, expected):
     found = target(DATA_AND_GRAD, line_contains, symbol)
     assert found is not None and found.qualname == expected
+
+
+@pytest.mark.parametrize(
+    ("bases", "expected"),
+    [
+        ("nn.Module", "torch.nn.Module.train"),  # only torch's class can define it
+        ("Local, nn.Module", "torch.nn.Module.train"),  # a base of this file that does not define it
+        ("LoggerMixin, nn.Module", None),  # a mixin from elsewhere may define it: jedi decides
+    ],
+)
+def test_a_member_a_class_does_not_define_is_its_torch_bases_only_when_every_base_is_known(bases, expected):
+    text = (
+        "import torch.nn as nn\nfrom helpers import LoggerMixin\n\n\nclass Local:\n    pass\n\n\n"
+        f"class 网络({bases}):\n    def forward(self, x):\n        说明 = '模式 🔁'; self.train()\n        return x\n"
+    )
+    found = target(text, "模式", "train")
+    assert found.qualname == expected
+
+
+@pytest.mark.parametrize(
+    ("code", "symbol", "expected"),
+    [
+        ("torch.finfo(x.dtype).min", "min", "torch.finfo.min"),  # a lower-case class: the call makes an instance
+        ("torch.iinfo(torch.int8).max", "max", "torch.iinfo.max"),
+        ("torch.get_default_dtype().is_floating_point", "is_floating_point", "torch.dtype.is_floating_point"),
+        ("torch.get_default_device().type", "type", "torch.device.type"),
+    ],
+)
+def test_calls_that_return_other_torch_classes(code, symbol, expected):
+    text = f"import torch\n\n\ndef f(x):\n    说明 = '类型 🧪'; return {code}\n"
+    assert target(text, "类型", symbol).qualname == expected

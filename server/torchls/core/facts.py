@@ -249,8 +249,12 @@ NUMPY_RANDOM_INTS = {"integers": 2, "randint": 2}
 # Classes whose instances behave like another class for attribute lookup.
 ATTRIBUTE_BASES = {"torch.nn.Parameter": TENSOR, "torch.nn.parameter.Parameter": TENSOR}
 
-# Lower-case names in torch that are classes, so that calling them makes an instance.
-LOWERCASE_CLASSES = frozenset({"torch.device", "torch.dtype", "torch.Generator", "torch.no_grad"})
+# Lower-case names in torch that are classes: calling them makes an instance (``torch.finfo(dtype).min`` is
+# ``torch.finfo.min``), and ``torch.device.type`` is a member, not a function of a module ``torch.device``.
+LOWERCASE_CLASSES = frozenset(
+    "torch.device torch.dtype torch.finfo torch.iinfo torch.layout torch.memory_format torch.no_grad "
+    "torch.enable_grad torch.inference_mode torch.set_grad_enabled torch.autocast".split()
+)
 
 
 def is_loss_module(qualname: str) -> bool:
@@ -275,10 +279,21 @@ def is_module_class(qualname: str) -> bool:
     return head == "torch.nn" and last[:1].isupper() and qualname not in _NN_CLASSES_NOT_MODULES
 
 
+# torch functions that return an instance of another torch class than a tensor.
+OTHER_CLASS_FUNCTIONS = {
+    "torch.get_default_dtype": "torch.dtype",
+    "torch.promote_types": "torch.dtype",
+    "torch.result_type": "torch.dtype",
+    "torch.get_default_device": "torch.device",
+}
+
+
 def call_result(callee: str) -> str | None:
     """The class of the value returned by calling the torch name ``callee``, when it is certain."""
     if callee in TENSOR_FUNCTIONS or callee in FUNCTIONAL_TENSOR_FUNCTIONS:
         return TENSOR
+    if callee in OTHER_CLASS_FUNCTIONS:
+        return OTHER_CLASS_FUNCTIONS[callee]
     last = callee.rsplit(".", 1)[-1]
     if callee.startswith("torch.") and (last[:1].isupper() or callee in LOWERCASE_CLASSES):
         return callee  # calling a class makes an instance of it

@@ -14,8 +14,9 @@ from collections.abc import Callable, Iterable
 
 TENSOR = "torch.Tensor"
 
-# Classes whose members are never a tensor's alone: the builtins' values and torch's modules. (Optimizer,
-# torch.Size and friends share no member with Tensor that is not also a builtin's.)
+# Classes whose members are never a tensor's alone: the builtins' values, torch's modules, and the dtypes and
+# devices code keeps in variables (``dtype.is_floating_point``, ``device.type``). (Optimizer, torch.Size and friends
+# share no member with Tensor that is not also a builtin's.)
 ALWAYS_OTHER = (
     "builtins.str",
     "builtins.list",
@@ -23,6 +24,8 @@ ALWAYS_OTHER = (
     "builtins.tuple",
     "builtins.set",
     "torch.nn.Module",
+    "torch.dtype",
+    "torch.device",
 )
 
 # Imported modules whose values may have tensor-like members, and the classes to compare with.

@@ -673,7 +673,7 @@ class ModuleIndex(PartsInference, CallSiteInference):
                     and facts.module_attribute_result(receiver.qualname, node.attr) is None
                 ):
                     return Target("instance", span, attribute_value.qualname)
-                if receiver.user_class and self._user_defines(receiver.user_class, node.attr):
+                if receiver.user_class and not self._inherited_from_torch(receiver.user_class, node.attr):
                     return Target("reference", span, None)
                 base = facts.ATTRIBUTE_BASES.get(receiver.qualname, receiver.qualname)
                 return Target("reference", span, f"{base}.{node.attr}")
@@ -799,6 +799,15 @@ class ModuleIndex(PartsInference, CallSiteInference):
                 return False
             class_name = local_bases[0]
         return False
+
+    def _inherited_from_torch(self, class_name: str, member: str) -> bool:
+        """True when ``member`` of an instance of this file's class can only be its torch base's: the index sees
+        the whole class (not a partial index, which leaves other methods out) and every base is local or torch (a
+        mixin from elsewhere may define it), and the class itself does not define or bind it."""
+        if self.partial:
+            return False
+        found = self.user_class_members(class_name)
+        return found is not None and member not in found[0]
 
     def user_class_members(self, class_name: str) -> tuple[dict[str, str], str] | None:
         """The members a class of this file defines itself, through its local bases, as ``{name: kind}`` (kind:

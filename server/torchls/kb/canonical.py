@@ -17,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from torchls.core.facts import LOWERCASE_CLASSES
+
 if TYPE_CHECKING:
     from torchls.kb.identity import Identity
 
@@ -61,12 +63,6 @@ _INHERITED_BY_CLASS = {
     **{f"{home}.{kind}Tensor": "torch.Tensor" for home in ("torch", "torch.cuda") for kind in _TYPED_TENSORS},
 }
 
-# Classes whose names are not capitalised: their members are ``torch.device.type``, not a function ``type`` of a
-# module ``torch.device``.
-_LOWERCASE_CLASSES = frozenset(
-    "torch.device torch.dtype torch.finfo torch.iinfo torch.layout torch.memory_format torch.no_grad "
-    "torch.enable_grad torch.inference_mode torch.set_grad_enabled torch.autocast".split()
-)
 _INHERITED_BY_NAMESPACE = {
     "torch.optim": "torch.optim.Optimizer",
     "torch.optim.lr_scheduler": "torch.optim.lr_scheduler.LRScheduler",
@@ -85,7 +81,7 @@ def split_module(name: str) -> tuple[list[str], list[str]]:
     """
     parts = name.split(".")
     for index, part in enumerate(parts[1:], start=1):
-        if part[:1].isupper() or (index < len(parts) - 1 and ".".join(parts[: index + 1]) in _LOWERCASE_CLASSES):
+        if part[:1].isupper() or (index < len(parts) - 1 and ".".join(parts[: index + 1]) in LOWERCASE_CLASSES):
             return parts[:index], parts[index:]
     return parts[:-1], parts[-1:]
 
