@@ -16,7 +16,15 @@ def torchls(*args: str, cwd=None) -> subprocess.CompletedProcess:
     )
 
 
-@pytest.mark.parametrize("spelling", ["torch.nn.CrossEntropyLoss", "nn.CrossEntropyLoss", "CrossEntropyLoss"])
+@pytest.mark.parametrize(
+    "spelling",
+    [
+        "torch.nn.CrossEntropyLoss",
+        "nn.CrossEntropyLoss",
+        "CrossEntropyLoss",
+        "torch.nn.modules.loss.CrossEntropyLoss",  # where torch defines it: the same object, by identity
+    ],
+)
 def test_explain_prints_the_full_card(spelling):
     entry = KnowledgeBase.load(use_cache=False).get("torch.nn.CrossEntropyLoss")
     result = torchls("explain", spelling)

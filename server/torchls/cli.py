@@ -151,6 +151,11 @@ def _find_entry(name: str):
 
     kb = KnowledgeBase.load()
     entry = kb.lookup(name)
+    if entry is None and name.startswith("torch."):
+        # where torch defines it (``torch.nn.modules.linear.Linear``): a public name of the same object, found in
+        # this interpreter's identity table (cached; built in seconds the first time)
+        kb.read_identity()
+        entry = kb.lookup(name)
     for short_prefix, full_prefix in _SHORTHANDS:
         if entry is not None:
             break
