@@ -191,6 +191,8 @@ async def _jedi_hit(
     where = span.start if span is not None else position
     key = (uri, version, where.line, where.column)
     future = session.jedi_hovers.get(key)
+    if future is not None and future.cancelled():
+        future = None
     parsed = resolver.has_parsed(text, path)
     if future is None:
         future = resolver.submit(resolver.resolve_at, text, path, position.line, position.column)
@@ -204,6 +206,10 @@ async def _jedi_hit(
         if not resolver.warm.is_set():
             raise JediNotReady from timeout
         return None
+    except asyncio.CancelledError:
+        if future.cancelled():  # a hover elsewhere came first (Session.remember_jedi_hover), not this request
+            return None
+        raise
 
 
 def _guessed_member(session: Session, index, position: Position) -> str | None:

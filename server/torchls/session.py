@@ -247,6 +247,13 @@ class Session:
         return found
 
     def remember_jedi_hover(self, key: tuple, future: Future) -> None:
+        """Keep jedi's answer for a hover place, for the next hover there. Only the newest place's request may wait
+        in jedi's queue: one that has not started yet when the user hovers elsewhere is cancelled (the pointer
+        moved on), so a sweep over a file does not queue minutes of jedi work ahead of the place they stop at; a
+        later hover at a cancelled place asks again."""
+        for older, pending in list(self.jedi_hovers.items()):
+            if not pending.running() and pending.cancel():
+                del self.jedi_hovers[older]
         self.jedi_hovers[key] = future
         while len(self.jedi_hovers) > _JEDI_HOVERS_KEPT:
             self.jedi_hovers.popitem(last=False)
