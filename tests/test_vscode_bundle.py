@@ -74,23 +74,75 @@ def test_a_missing_torch_is_left_to_a_client_that_tells_it(experimental, told):
     assert client_tells_missing_torch(ls) is told
 
 
-@pytest.mark.skipif(shutil.which("python3") is None, reason="no python3 on PATH")
-def test_the_bundle_runs_the_server_without_anything_installed(tmp_path):
-    target = tmp_path / "libs"
+@pytest.fixture(scope="module")
+def bundle(tmp_path_factory) -> Path:
+    """The libraries folder the .vsix carries, built once for this module's tests."""
+    target = tmp_path_factory.mktemp("bundle") / "libs"
     built = subprocess.run(
         [sys.executable, str(SCRIPT), "--target", str(target)], capture_output=True, text=True, timeout=600
     )
     assert built.returncode == 0, built.stderr[-3000:]
+    return target
+
+
+def _bundle_env(bundle: Path, cache: Path) -> dict[str, str]:
+    env = {key: value for key, value in os.environ.items() if not key.startswith("PYTHON")}
+    env.update(PYTHONPATH=str(bundle), TORCHLS_CACHE_DIR=str(cache))
+    return env
+
+
+@pytest.mark.skipif(shutil.which("python3") is None, reason="no python3 on PATH")
+def test_the_bundle_runs_the_server_without_anything_installed(bundle, tmp_path):
+    target = bundle
     assert not [path for pattern in ("*.so", "*.pyd") for path in target.rglob(pattern)]
     assert not list(target.rglob("__pycache__")) and not (target / "bin").exists()
     assert (target / "torchls" / "_knowledge.zip").is_file() and not (target / "torchls" / "_knowledge").exists()
     lowered = [path.as_posix().lower() for path in target.rglob("*")]
     assert len(lowered) == len(set(lowered))  # a .vsix refuses paths that differ only in case
-    env = {key: value for key, value in os.environ.items() if not key.startswith("PYTHON")}
-    env.update(PYTHONPATH=str(target), TORCHLS_CACHE_DIR=str(tmp_path / "cache"))
     ran = subprocess.run(
-        ["python3", "-S", "-c", SMOKE, str(target)], env=env, capture_output=True, text=True, timeout=300
+        ["python3", "-S", "-c", SMOKE, str(target)],
+        env=_bundle_env(target, tmp_path / "cache"),
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
+    assert ran.returncode == 0, ran.stderr[-3000:]
+
+
+def _pythons_from_3_10() -> list[str]:
+    """Every other CPython 3.10+ this machine can run (python3.X on PATH, or installed by pyenv), one per version:
+    the extension starts its server with whichever the user has."""
+    found: dict[tuple[int, int], str] = {}
+    candidates = [shutil.which(f"python3.{minor}") for minor in range(10, 15)]
+    candidates += sorted(str(path) for path in Path.home().glob(".pyenv/versions/3.*/bin/python3.*[0-9]"))
+    for candidate in filter(None, candidates):
+        try:  # a pyenv shim on PATH may exist without a version behind it
+            asked = subprocess.run(
+                [candidate, "-c", "import sys; print(*sys.version_info[:2])"],
+                capture_output=True,
+                text=True,
+                timeout=30,
+            )
+            major, minor = map(int, asked.stdout.split())
+        except (OSError, subprocess.SubprocessError, ValueError):
+            continue
+        if (major, minor) >= (3, 10) and (major, minor) != sys.version_info[:2]:
+            found.setdefault((major, minor), candidate)
+    return [found[version] for version in sorted(found)]
+
+
+@pytest.mark.parametrize("python", _pythons_from_3_10() or [None])
+def test_the_bundle_checks_and_loads_its_knowledge_on_every_python_from_3_10(python, bundle, tmp_path):
+    """The checker and the server, run by another Python than the tests' (3.10 has no ``ast.TryStar``...)."""
+    if python is None:
+        pytest.skip("no other Python 3.10+ on this machine (python3.X on PATH or under ~/.pyenv)")
+    env = _bundle_env(bundle, tmp_path / "cache")
+    sample = ROOT / "tests" / "fixtures" / "rules" / "TL417.py"
+    checked = subprocess.run(
+        [python, "-S", "-m", "torchls", "check", str(sample)], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert checked.returncode == 1 and "TL417" in checked.stdout, checked.stdout[-2000:] + checked.stderr[-2000:]
+    ran = subprocess.run([python, "-S", "-c", SMOKE, str(bundle)], env=env, capture_output=True, text=True, timeout=300)
     assert ran.returncode == 0, ran.stderr[-3000:]
 
 

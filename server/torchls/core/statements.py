@@ -8,6 +8,11 @@ from __future__ import annotations
 
 import ast
 
+# ``try`` statements, whose handlers bind names; ``ast.TryStar`` (``except*``) exists from Python 3.11 on.
+TRY_STATEMENTS: tuple[type[ast.stmt], ...] = tuple(
+    getattr(ast, name) for name in ("Try", "TryStar") if hasattr(ast, name)
+)
+
 
 def child_statements(node: ast.AST) -> list[ast.stmt]:
     """The statements directly nested in a compound statement (bodies, else, finally, handlers, cases)."""
@@ -92,7 +97,7 @@ def _assigned_names(node: ast.AST) -> frozenset[str]:
                 continue
         elif isinstance(current, ast.Import | ast.ImportFrom):
             names.update((alias.asname or alias.name).split(".")[0] for alias in current.names)
-        elif isinstance(current, ast.Try | ast.TryStar):
+        elif isinstance(current, TRY_STATEMENTS):
             names.update(handler.name for handler in current.handlers if handler.name)
         if isinstance(current, ast.stmt):
             for target in statement_targets(current):
