@@ -74,7 +74,7 @@ examples:
 
       x = torch.ones(2, device=DEVICE)
       print(x)
-  - code: |
+  - code: |-  # 块的注释
       print(DEVICE)
     title: 冲突
 pitfalls:

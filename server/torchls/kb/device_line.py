@@ -31,7 +31,7 @@ from pathlib import Path
 from torchls.kb.schema import DEVICE_LINE, OLD_DEVICE_NAME
 
 NEW_NAME = "device"
-_CODE_KEY = re.compile(r"^(?P<indent> *(?:- +)?)code: *\|[-+0-9]*\s*$")
+_CODE_KEY = re.compile(r"^(?P<indent> *(?:- +)?)code: *\|[-+0-9]*(?: +#.*)?\s*$")
 _OLD_WORD = re.compile(rf"\b{OLD_DEVICE_NAME}\b")
 _INLINE_CODE = re.compile(r"`[^`\n]*`")
 
