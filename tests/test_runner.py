@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from torchls.runner import Runner
+from torchls.kb.schema import DEVICE_LINE
+from torchls.runner import Runner, with_device
 
 NO_CUDA = not torch.cuda.is_available()
 
@@ -32,7 +33,8 @@ def _alive(pid: int) -> bool:
 
 
 def test_an_example_runs_on_cpu_and_its_output_comes_back():
-    result = run("import torch\nprint('设备', DEVICE, torch.ones(2, device=DEVICE).sum().item())\n", device="cpu")
+    code = f"import torch\n\n{DEVICE_LINE}\nprint('设备', device, torch.ones(2, device=device).sum().item())\n"
+    result = run(code, device="cpu")
     assert result.status == "ok", result
     assert result.stdout == "设备 cpu 2.0\n"
     assert (result.device, result.torch_version, result.exit_code) == ("cpu", torch.__version__, 0)
@@ -41,11 +43,34 @@ def test_an_example_runs_on_cpu_and_its_output_comes_back():
 
 @pytest.mark.skipif(not NO_CUDA, reason="this machine has CUDA")
 def test_auto_falls_back_to_cpu_and_cuda_is_explained_not_raised():
-    assert run("print(DEVICE)\n").stdout == "cpu\n"
-    result = run("print(DEVICE)\n", device="cuda")
+    assert run(f"import torch\n{DEVICE_LINE}\nprint(device)\n").stdout == "cpu\n"
+    result = run(f"import torch\n{DEVICE_LINE}\nprint(device)\n", device="cuda")
     assert result.status == "unavailable" and result.cpu_fallback
     assert torch.__version__ in result.summary and "cuda" in result.summary and "cpu" in result.summary
     assert not result.stdout
+
+
+def test_the_device_line_becomes_the_chosen_device_on_the_same_line():
+    code = f"import torch\n\n{DEVICE_LINE}\n\nx = torch.ones(1, device=device)\n"
+    assert with_device(code, "cuda:1") == 'import torch\n\ndevice = "cuda:1"\n\nx = torch.ones(1, device=device)\n'
+    assert with_device(code, "cuda:1").count("\n") == code.count("\n")
+    # Only the exact, unindented line: anything else is the example's own code.
+    for other in (f"    {DEVICE_LINE}\n", f"{DEVICE_LINE}  # 注释\n", 'device = "cpu"\n', "print(1)\n"):
+        assert with_device(other, "mps") == other
+    assert with_device(f"{DEVICE_LINE}\r\nprint(device)\r\n", "mps") == 'device = "mps"\r\nprint(device)\r\n'
+
+
+def test_the_chosen_device_reaches_the_example_and_tracebacks_keep_their_line_numbers():
+    code = f"import torch\n\n{DEVICE_LINE}\n\nprint('设备', device)\nraise ValueError(device)\n"
+    result = run(code, device="cpu")
+    assert result.status == "failed" and result.stdout == "设备 cpu\n"
+    assert 'File "example.py", line 6' in result.stderr and "ValueError: cpu" in result.stderr
+
+
+def test_an_old_example_that_uses_device_in_capitals_still_runs():
+    """Team folders may have examples written before DEVICE_LINE: the runner still defines DEVICE for them."""
+    result = run("print(DEVICE)\n", device="cpu")
+    assert result.status == "ok" and result.stdout == "cpu\n"
 
 
 def test_an_example_that_never_ends_is_killed_with_what_it_started(tmp_path):

@@ -4,7 +4,10 @@ The process is the user's interpreter (where their torch lives), started isolate
 ``PYTHONPATH``, not even the working directory on ``sys.path``) in a fresh temporary directory, so a ``torch.py``
 in the user's project cannot shadow torch. It runs under a timeout after which its whole process group is killed,
 a memory limit where the platform has one (not on CUDA, whose runtime reserves a huge address space), and with
-its output kept up to a bound. The example sees the chosen device as the variable ``DEVICE``.
+its output kept up to a bound. An example picks its device with the handbook's line
+(:data:`~torchls.kb.schema.DEVICE_LINE`, ``device = "cuda" if torch.cuda.is_available() else "cpu"``), so pasted
+it runs as it is; here that line becomes ``device = "<the chosen device>"`` on the same line (tracebacks keep their
+line numbers). Older examples in team folders that use the variable ``DEVICE`` still find it defined.
 
 No LSP types here: the server's command and ``torchls run-example`` both call :class:`Runner`.
 """
@@ -24,6 +27,8 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Literal
+
+from torchls.kb.schema import DEVICE_LINE
 
 DEFAULT_TIMEOUT_SECONDS = 30.0
 DEFAULT_MEMORY_MB = 4096
@@ -55,13 +60,13 @@ else:
 print(json.dumps(info))
 """
 
-# Starts the example: DEVICE is set before its first line, as the knowledge base's examples expect.
+# Starts the example. DEVICE is for the examples of team folders written before DEVICE_LINE (``torchls kb check``
+# reports them); a shipped example never uses it.
 _BOOTSTRAP = """
 import sys
-DEVICE = sys.argv[1]
 with open("example.py", encoding="utf-8") as source:
     code = compile(source.read(), "example.py", "exec")
-exec(code, {"__name__": "__main__", "DEVICE": DEVICE})
+exec(code, {"__name__": "__main__", "DEVICE": sys.argv[1]})
 """
 
 
@@ -113,6 +118,15 @@ class RunResult:
 
     def to_json(self) -> dict:
         return asdict(self)
+
+
+def with_device(code: str, device: str) -> str:
+    """``code`` with each unindented :data:`DEVICE_LINE` replaced by ``device = "<device>"``; no line added or lost."""
+    lines = code.splitlines(keepends=True)
+    for index, line in enumerate(lines):
+        if line.rstrip() == DEVICE_LINE:
+            lines[index] = f'device = "{device}"' + line[len(line.rstrip()) :]
+    return "".join(lines)
 
 
 def is_valid_device(device: str) -> bool:
@@ -279,7 +293,7 @@ class Runner:
                 "unavailable", f"{missing}可以改在 cpu 上运行。", torch_version=info.torch, cpu_fallback=True
             )
         with tempfile.TemporaryDirectory(prefix="torchls-example-") as folder:
-            Path(folder, "example.py").write_text(code, encoding="utf-8")
+            Path(folder, "example.py").write_text(with_device(code, chosen), encoding="utf-8")
             return await self._execute(info, chosen, folder, timeout, memory_mb, output_limit, stop)
 
     async def _execute(

@@ -13,7 +13,8 @@ import torch
 
 from torchls.kb.base import shipped_folder
 from torchls.kb.loader import iter_yaml_files, load_file
-from torchls.kb.schema import Entry
+from torchls.kb.schema import DEVICE_LINE, Entry
+from torchls.runner import with_device
 
 from .torch_introspect import _params_from_text, installed_parameters, resolve_object
 
@@ -88,10 +89,17 @@ EXAMPLES = [
 
 
 @pytest.mark.parametrize(("path", "index"), EXAMPLES)
-def test_example_runs_on_cpu_and_prints(path, index, tmp_path, monkeypatch):
+def test_example_runs_on_cpu_as_written_and_prints(path, index, tmp_path, monkeypatch):
+    """The code exactly as the card shows it, with no name given to it: pasted into Python, it runs. (In this
+    process, not a fresh one per example: importing torch ~1,250 times would take longer than the examples.)"""
     example = _entry(path).examples[index]
     if example.device != "any":
         pytest.skip(f"example needs {example.device}")
+    # The runner's version differs only in the device line, on the same line: what runs here is what it runs.
+    chosen = with_device(example.code, "cpu").splitlines()
+    shown = example.code.splitlines()
+    assert len(chosen) == len(shown)
+    assert [a for a, b in zip(shown, chosen, strict=True) if a != b] in ([], [DEVICE_LINE])
     monkeypatch.chdir(tmp_path)
     torch.manual_seed(0)
     output = io.StringIO()
@@ -99,7 +107,7 @@ def test_example_runs_on_cpu_and_prints(path, index, tmp_path, monkeypatch):
     script = tmp_path / f"example_{index}.py"
     script.write_text(example.code, encoding="utf-8")
     with contextlib.redirect_stdout(output), torch.inference_mode(False):
-        runpy.run_path(str(script), init_globals={"DEVICE": "cpu"}, run_name="__torchls_example__")
+        runpy.run_path(str(script), run_name="__torchls_example__")
     assert output.getvalue().strip(), "an example must print something meaningful"
     assert os.getcwd() == str(tmp_path)
 
@@ -133,7 +141,7 @@ def test_example_is_clean_under_torchls_check(path, index):
     from torchls.core.checker import check_source
 
     example = _entry(path).examples[index]
-    findings = check_source("DEVICE = 'cpu'\n" + example.code).findings
+    findings = check_source(example.code).findings
     assert not findings, [f"{f.code} line {f.span.start.line}: {f.message}" for f in findings]
 
 

@@ -25,7 +25,8 @@ import torch.nn as nn
 说明 = "不是 torch 🐍"; total = sum([1, 2])
 """
 
-# A team knowledge folder: an entry whose example runs for two minutes unless stopped.
+# A team knowledge folder: an entry whose example runs for two minutes unless stopped. It uses DEVICE, as team
+# entries written before the device line (DEVICE_LINE) do: the runner still defines it for them.
 SLOW_ENTRY = """\
 name: torch.nn.PixelUnshuffle
 kind: class

@@ -17,6 +17,11 @@ RULE_CODE = re.compile(r"^TL\d{3}$")
 DOTTED_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 VERSION = re.compile(r"^\d+\.\d+(\.\d+)?$")
 EXAMPLE_DEVICES = ("any", "cuda", "mps")
+# How an example that needs a device gets one: this exact line, unindented, after its imports (the handbook's own
+# idiom, so a pasted example runs). The runner swaps it for the device the user chose, on the same line.
+DEVICE_LINE = 'device = "cuda" if torch.cuda.is_available() else "cpu"'
+# The name examples once used for a device that only the runner defined; pasted, it fails with NameError.
+OLD_DEVICE_NAME = "DEVICE"
 
 
 @dataclass(frozen=True, slots=True)
@@ -323,6 +328,28 @@ def _examples(check: _Checker, data: Mapping[str, Any]) -> list[Example]:
         return Example(title=title, code=code + "\n", device=device)
 
     return _each_mapping(check, data, "examples", True, read)
+
+
+def old_device_lines(code: str) -> list[int]:
+    """The lines (1-based) of ``code`` where it uses the name ``DEVICE``, which only the runner used to define.
+
+    Names only: ``DEVICE`` in a string or a comment is text. Code that does not parse has none (its syntax error is
+    reported on its own)."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return []
+    return sorted({node.lineno for node in ast.walk(tree) if isinstance(node, ast.Name) and node.id == OLD_DEVICE_NAME})
+
+
+def old_device_message(lines: list[int]) -> str:
+    """In Chinese: why an example must not use ``DEVICE``, and the line to write instead."""
+    where = "、".join(str(n) for n in lines)
+    return (
+        f"示例代码第 {where} 行用了变量 `{OLD_DEVICE_NAME}`：它只在运行器里有定义，复制出去运行会报 NameError。"
+        f"请在 import 之后单独写一行 `{DEVICE_LINE}`，再用 `device`"
+        "（运行器会把这一行换成用户选的设备；python -m torchls.kb.device_line 可以自动改写）"
+    )
 
 
 def _pitfalls(check: _Checker, data: Mapping[str, Any]) -> list[Pitfall]:

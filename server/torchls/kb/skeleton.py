@@ -16,6 +16,8 @@ from pathlib import Path
 
 import yaml
 
+from torchls.kb.schema import DEVICE_LINE
+
 _TIMEOUT_SECONDS = 120
 
 # Runs in the target interpreter with ``-I`` (a user's ``torch.py`` in the current folder cannot shadow torch).
@@ -175,7 +177,9 @@ def skeleton_yaml(facts: ApiFacts) -> str:
         "    code: |",
         "      import torch",
         "",
-        "      x = torch.randn(2, 3, device=DEVICE)",
+        f"      {DEVICE_LINE}",
+        "",
+        "      x = torch.randn(2, 3, device=device)",
         "      print(x)  # TODO：换成展示这个 API 的代码，并注释预期输出",
         "pitfalls:",
         "  - text: TODO：一条真实的避坑经验。",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from torchls.kb.schema import Entry, KbError
+from torchls.kb.schema import Entry, KbError, old_device_lines, old_device_message
 
 _HAN = r"[\u4e00-\u9fff]"
 _LATIN = r"[A-Za-z0-9`]"
@@ -57,6 +57,10 @@ def style_problems(entry: Entry) -> list[KbError]:
     unfinished += [f"examples[{i}].code" for i, example in enumerate(entry.examples, 1) if "TODO" in example.code]
     if unfinished:
         problems.append(KbError(entry.source, entry.line, f"还有没写完的 TODO：{'、'.join(unfinished)}"))
+    for index, example in enumerate(entry.examples, 1):
+        # Not an error that drops the entry: a team's old examples still load, and the runner still defines DEVICE.
+        if lines := old_device_lines(example.code):
+            problems.append(KbError(entry.source, entry.line, f"examples[{index}].code：{old_device_message(lines)}"))
     for field, text in _texts(entry):
         prose = _INLINE_CODE.sub("`code`", text)
         for pattern, message in _RULES:

@@ -298,9 +298,10 @@ class TensorMethodsMixin(InterpreterBase):
             device = CPU
         elif method in DTYPE_METHODS:
             dtype = DTYPE_METHODS[method]
-        elif method == "type_as":
+        elif method == "type_as":  # self.type(other.type()): other's dtype and its kind of device (cuda or cpu)
             other = info.arg(0, "other")
             dtype = other.dtype if isinstance(other, TensorValue) else None
+            device = other.device if isinstance(other, TensorValue) else None
         else:  # to(device), to(dtype), to(other), to(device, dtype)
             given = list(info.args) + [info.kwargs[k] for k in ("device", "dtype", "other") if k in info.kwargs]
             for value in given:
