@@ -178,7 +178,16 @@ class TorchImports:
 
     def __init__(self, tree: ast.Module) -> None:
         self.aliases: dict[str, str] = {}
+        # Names the file also binds otherwise (``def max_neg_value(tensor)`` beside ``from torch import tensor``):
+        # which binding a use sees needs scopes, so such names count as no import at all.
+        self.rebound: set[str] = set()
         for node in ast.walk(tree):
+            if isinstance(node, ast.arg):
+                self.rebound.add(node.arg)
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del):
+                self.rebound.add(node.id)
+            elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                self.rebound.add(node.name)
             if isinstance(node, ast.Import):
                 for alias in node.names:
                     if alias.name.split(".")[0] == "torch":
@@ -189,7 +198,7 @@ class TorchImports:
 
     def qualify(self, expr: ast.expr) -> str | None:
         if isinstance(expr, ast.Name):
-            return self.aliases.get(expr.id)
+            return self.aliases.get(expr.id) if expr.id not in self.rebound else None
         if isinstance(expr, ast.Attribute):
             base = self.qualify(expr.value)
             return f"{base}.{expr.attr}" if base else None

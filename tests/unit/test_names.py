@@ -1257,3 +1257,27 @@ def test_a_member_a_class_does_not_define_is_its_torch_bases_only_when_every_bas
 def test_calls_that_return_other_torch_classes(code, symbol, expected):
     text = f"import torch\n\n\ndef f(x):\n    说明 = '类型 🧪'; return {code}\n"
     assert target(text, "类型", symbol).qualname == expected
+
+
+@pytest.mark.parametrize(
+    ("code", "symbol", "expected"),
+    [
+        ("x.topk(3, dim=1).indices", "indices", "torch.return_types.topk.indices"),  # a named tuple, not a tensor
+        ("torch.sort(x).values", "values", "torch.return_types.sort.values"),
+        ("x.max(1).indices", "indices", None),  # max returns a named tuple only with a dim: not proven
+        ("x.sum(1).abs", "abs", "torch.Tensor.abs"),
+    ],
+)
+def test_calls_that_return_named_tuples(code, symbol, expected):
+    text = f"import torch\n\n\ndef f():\n    x = torch.randn(3, 4)\n    说明 = '元组 🧮'; return {code}\n"
+    assert target(text, "元组", symbol).qualname == expected
+
+
+def test_a_layer_or_none_is_the_layer_where_code_uses_it():
+    text = (
+        "import torch.nn as nn\n\n\nclass 头(nn.Module):\n    def __init__(self, talking):\n        super().__init__()\n"
+        "        self.talk = nn.Conv2d(4, 4, 1) if talking else None\n        self.mix = None if talking else 3\n\n"
+        "    def forward(self, x):\n        说明 = '对话 🗣'; w = self.talk.weight\n        说明 = '混合 🥣'; return self.mix\n"
+    )
+    assert target(text, "对话", "weight").qualname == "torch.nn.Conv2d.weight"
+    assert target(text, "混合", "mix").qualname is None  # None or a number: nothing torch

@@ -25,6 +25,7 @@ from torchls.kb.render import (
     short_pitfall,
     show_card_link,
 )
+from torchls.kb.schema import DEVICE_LINE
 from torchls.resolve import Resolver
 
 KB = KnowledgeBase.load()
@@ -88,7 +89,11 @@ def test_cross_entropy_compact_card_is_a_fifth_of_the_full_one(resolver):
     # The installed torch's signature, then the summary, then the pitfalls.
     assert lines[:2] == ["```python", "torch.nn.CrossEntropyLoss(" + live.signatures[0].split("(", 1)[1]]
     assert lines[3].startswith("**torch.nn.CrossEntropyLoss** · 类：")
-    assert lines.index("**⚠️ 避坑**") < next(i for i, line in enumerate(lines) if line.startswith("**示例"))
+    # Every pitfall, each on one line; an example only where the budget leaves room for one, after them.
+    first_pitfall = lines.index("**⚠️ 避坑**") + 1
+    assert all(line.startswith("- ") for line in lines[first_pitfall : first_pitfall + len(entry.pitfalls)])
+    examples = [i for i, line in enumerate(lines) if line.startswith("**示例")]
+    assert all(i > first_pitfall + len(entry.pitfalls) for i in examples)
     # No parameter list, description or shapes: hovering a keyword argument shows its parameter.
     for absent in ("**参数**", "**形状**", "**返回**", "标签平滑系数", "内部等价于"):
         assert absent not in compact
@@ -97,13 +102,13 @@ def test_cross_entropy_compact_card_is_a_fifth_of_the_full_one(resolver):
 
 
 def test_the_example_is_short_and_whole_when_one_fits():
-    entry = KB.get("torch.nn.CrossEntropyLoss")
+    entry = KB.get("torch.nn.Linear")
     card = render_card(entry)
     code = card.split("```python\n")[2].split("\n```")[0].splitlines()
-    assert "import torch" not in card  # torch's imports are left to the full card
+    assert "import torch" not in card and DEVICE_LINE not in card  # left to the full card's runnable script
     assert "完整示例见完整卡片" not in card
     wanted = [line for line in next(e for e in entry.examples if e.title in card).code.splitlines() if line.strip()]
-    assert code == [line for line in wanted if not line.startswith("import")]
+    assert code == [line for line in wanted if not line.startswith("import") and line != DEVICE_LINE]
 
 
 def test_a_long_example_is_cut_with_a_note():

@@ -279,6 +279,10 @@ def is_module_class(qualname: str) -> bool:
     return head == "torch.nn" and last[:1].isupper() and qualname not in _NN_CLASSES_NOT_MODULES
 
 
+# Functions and tensor methods that always return a ``torch.return_types`` named tuple of that name (checked with
+# torch 2.13: ``x.topk(2).indices``). ``max``/``min``/``median`` return one only with a ``dim``, so are not here.
+NAMED_TUPLE_RESULTS = frozenset("topk sort kthvalue mode cummax cummin aminmax frexp histogram geqrf svd".split())
+
 # torch functions that return an instance of another torch class than a tensor.
 OTHER_CLASS_FUNCTIONS = {
     "torch.get_default_dtype": "torch.dtype",
@@ -292,9 +296,11 @@ def call_result(callee: str) -> str | None:
     """The class of the value returned by calling the torch name ``callee``, when it is certain."""
     if callee in TENSOR_FUNCTIONS or callee in FUNCTIONAL_TENSOR_FUNCTIONS:
         return TENSOR
+    last = callee.rsplit(".", 1)[-1]
     if callee in OTHER_CLASS_FUNCTIONS:
         return OTHER_CLASS_FUNCTIONS[callee]
-    last = callee.rsplit(".", 1)[-1]
+    if callee.startswith("torch.") and callee.count(".") == 1 and last in NAMED_TUPLE_RESULTS:
+        return f"torch.return_types.{last}"
     if callee.startswith("torch.") and (last[:1].isupper() or callee in LOWERCASE_CLASSES):
         return callee  # calling a class makes an instance of it
     return None
@@ -312,7 +318,7 @@ def method_result(receiver_class: str, method: str, has_arguments: bool = True) 
     if ATTRIBUTE_BASES.get(receiver_class, receiver_class) == TENSOR:
         if method in TENSOR_RETURNING_METHODS or (method == "type" and has_arguments):  # ``x.type()`` is a str
             return TENSOR
-        return None
+        return f"torch.return_types.{method}" if method in NAMED_TUPLE_RESULTS else None
     if method in MODULE_SELF_METHODS and (receiver_class == MODULE or is_module_class(receiver_class)):
         return receiver_class
     return None

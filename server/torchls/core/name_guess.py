@@ -38,8 +38,9 @@ IMPORTED_OTHERS = {
 }
 
 # Tensor members whose names many other classes use for their own (a Lightning ``Fabric.device``, a diffusers
-# model's ``dtype``, a path's ``name``): the name alone says nothing.
-GENERIC_NAMES = frozenset({"device", "dtype", "data", "name", "names", "layout", "type", "index", "is_cuda"})
+# model's ``dtype``, a path's ``name``, the ``indices`` of what ``topk``/``sort``/``max(x, dim)`` return): the name
+# alone says nothing.
+GENERIC_NAMES = frozenset({"device", "dtype", "data", "name", "names", "layout", "type", "index", "indices", "is_cuda"})
 
 # Attributes through which torch layers hold their tensors: ``m.weight.dtype`` or ``conv.bias.data`` is a tensor's
 # even when ``m`` is unknown, and even for a member other classes share.

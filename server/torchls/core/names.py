@@ -889,7 +889,9 @@ class ModuleIndex(PartsInference, CallSiteInference):
         if isinstance(expr, ast.Call):
             return self._infer_call(expr, where, line, depth)
         if isinstance(expr, ast.IfExp):  # ``nn.Linear(...) if n else nn.Identity()``: both branches must agree
-            return _common([self.infer(b, where, line, depth + 1) for b in (expr.body, expr.orelse)])
+            # ``nn.Conv2d(...) if flag else None``: code that uses the value has the layer
+            branches = [b for b in (expr.body, expr.orelse) if not _is_none(b)]
+            return _common([self.infer(b, where, line, depth + 1) for b in branches])
         if isinstance(expr, ast.BinOp):
             # Arithmetic on a tensor or a Parameter gives a plain tensor (``bn.weight / bn.running_var``).
             for side in (expr.left, expr.right):
@@ -1266,3 +1268,7 @@ _RESULT_KEEPING_DECORATORS = frozenset(
 
 def _is_torch_name(qualname: str | None) -> bool:
     return bool(qualname) and (qualname == "torch" or qualname.startswith("torch."))  # type: ignore[union-attr]
+
+
+def _is_none(expr: ast.expr) -> bool:
+    return isinstance(expr, ast.Constant) and expr.value is None

@@ -24,7 +24,7 @@ from typing import Literal
 from torchls.core.brackets import balanced, closing_bracket, split_top_level
 from torchls.core.overloads import parse_signature
 from torchls.docinfo import SymbolDoc
-from torchls.kb.schema import Entry, Example, Param
+from torchls.kb.schema import DEVICE_LINE, Entry, Example, Param
 
 KIND_LABELS = {
     "function": "函数",
@@ -269,10 +269,10 @@ def _pitfall_lines(entry: Entry, compact: bool) -> list[str]:
 
 
 def _example_body(example: Example) -> list[str]:
-    """The example's code for the compact card: without its leading torch imports and without blank lines (the
-    full card keeps the runnable script)."""
+    """The example's code for the compact card: without its leading torch imports and device line
+    (:data:`~torchls.kb.schema.DEVICE_LINE`) and without blank lines (the full card keeps the runnable script)."""
     lines = example.code.rstrip().splitlines()
-    while lines and (not lines[0].strip() or _TORCH_IMPORT.match(lines[0])):
+    while lines and (not lines[0].strip() or _TORCH_IMPORT.match(lines[0]) or lines[0].rstrip() == DEVICE_LINE):
         lines.pop(0)
     return [line for line in lines if line.strip()]
 
