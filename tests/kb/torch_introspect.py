@@ -147,6 +147,31 @@ def installed_parameters(name: str) -> set[str] | None:
         # ``torch.zeros(..., pin_memory)``) that the docstring leaves out are what jedi shows on the card.
         found.update(_stub_parameters(name, obj))
     found.update(_forwarded_parameters(name))
+    if inspect.isclass(obj):
+        found.update(_module_stub_constructor_parameters(obj))
+    return found
+
+
+def _module_stub_constructor_parameters(cls: type) -> set[str]:
+    """Constructor parameters that the ``.pyi`` stub torch ships beside a Python module declares for one of its
+    classes (``torch/nn/parameter.pyi``: ``Buffer(data, requires_grad, persistent)``). jedi prefers the stub, so the
+    card shows them even where the runtime disagrees (``Buffer`` rejects ``requires_grad``); the entry explains them."""
+    import ast
+    import sys
+    from pathlib import Path
+
+    module = sys.modules.get(getattr(cls, "__module__", ""))
+    source = getattr(module, "__file__", None)
+    if not source or not source.endswith(".py") or not Path(source[:-3] + ".pyi").is_file():
+        return set()
+    found: set[str] = set()
+    for node in ast.parse(Path(source[:-3] + ".pyi").read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.ClassDef) and node.name == cls.__name__:
+            for member in node.body:
+                if isinstance(member, ast.FunctionDef) and member.name in ("__init__", "__new__"):
+                    arguments = member.args
+                    names = [a.arg for a in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]]
+                    found.update(n for n in names if n not in ("self", "cls"))
     return found
 
 
