@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import textwrap
+
 import pytest
 
 from torchls.core.names import ModuleIndex, Value
@@ -1274,10 +1276,21 @@ def test_calls_that_return_named_tuples(code, symbol, expected):
 
 
 def test_a_layer_or_none_is_the_layer_where_code_uses_it():
-    text = (
-        "import torch.nn as nn\n\n\nclass 头(nn.Module):\n    def __init__(self, talking):\n        super().__init__()\n"
-        "        self.talk = nn.Conv2d(4, 4, 1) if talking else None\n        self.mix = None if talking else 3\n\n"
-        "    def forward(self, x):\n        说明 = '对话 🗣'; w = self.talk.weight\n        说明 = '混合 🥣'; return self.mix\n"
+    text = textwrap.dedent(
+        """\
+        import torch.nn as nn
+
+
+        class 头(nn.Module):
+            def __init__(self, talking):
+                super().__init__()
+                self.talk = nn.Conv2d(4, 4, 1) if talking else None
+                self.mix = None if talking else 3
+
+            def forward(self, x):
+                说明 = '对话 🗣'; w = self.talk.weight
+                说明 = '混合 🥣'; return self.mix
+        """
     )
     assert target(text, "对话", "weight").qualname == "torch.nn.Conv2d.weight"
     assert target(text, "混合", "mix").qualname is None  # None or a number: nothing torch
