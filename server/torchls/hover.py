@@ -227,7 +227,8 @@ def _guessed_member(session: Session, index, position: Position) -> str | None:
             resolver.submit(resolver.members, qualname, True, background=True)  # known by the next hover
         return listed
 
-    return member if tensor_member_by_name(member, imported, members_of, receiver_attribute) else None
+    siblings = index.receiver_members(position)
+    return member if tensor_member_by_name(member, imported, members_of, receiver_attribute, siblings) else None
 
 
 async def _guess_hover(

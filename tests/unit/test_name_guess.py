@@ -7,7 +7,17 @@ import pytest
 from torchls.core.name_guess import classes_to_compare, tensor_member_by_name
 
 MEMBERS = {
-    "torch.Tensor": {"permute", "shape", "view", "split", "to", "masked_fill", "unsqueeze", "is_floating_point"},
+    "torch.Tensor": {
+        "permute",
+        "shape",
+        "view",
+        "split",
+        "to",
+        "masked_fill",
+        "unsqueeze",
+        "is_floating_point",
+        "device",
+    },
     "builtins.str": {"split", "upper"},
     "builtins.list": {"append"},
     "builtins.dict": {"items"},
@@ -76,3 +86,18 @@ def test_beside_a_library_that_mirrors_tensors_only_in_place_methods_are_guessed
     assert tensor_member_by_name("copy_", {"torch", "jax"}, listed)  # jax arrays have no in-place methods
     assert not tensor_member_by_name("unsqueeze", {"torch", "jax"}, listed)
     assert not tensor_member_by_name("copy_", {"torch", "paddle"}, listed)  # Paddle's tensors have them too
+
+
+@pytest.mark.parametrize(
+    ("member", "receiver_members", "expected"),
+    [
+        ("device", (), False),  # a Fabric, a diffusers model, a path: the name alone says nothing
+        ("device", ("permute", "shape"), True),  # the same receiver is permuted: a tensor
+        ("device", ("shape",), False),  # NumPy arrays have a shape too (imported here): no proof
+        ("device", ("permute", "setup"), False),  # ``setup`` is no tensor's: something else
+        ("masked_fill", ("setup",), False),
+        ("masked_fill", ("view", "_private"), True),
+    ],
+)
+def test_the_receivers_other_members_decide_a_generic_name(member, receiver_members, expected):
+    assert tensor_member_by_name(member, {"torch", "numpy"}, members_of, receiver_members=receiver_members) is expected

@@ -1294,3 +1294,24 @@ def test_a_layer_or_none_is_the_layer_where_code_uses_it():
     )
     assert target(text, "对话", "weight").qualname == "torch.nn.Conv2d.weight"
     assert target(text, "混合", "mix").qualname is None  # None or a number: nothing torch
+
+
+def test_a_receivers_other_members_are_read_where_it_is_bound_once():
+    text = textwrap.dedent(
+        """\
+        def 损失(features, other):
+            n = features.shape[0]
+            说明 = '设备 🖥'; device = features.device
+            other = other.float()
+            说明 = '重绑 🔁'; return features.permute(1, 0), other.device
+        """
+    )
+    index = ModuleIndex(parse_tolerant(text), SourceText(text))
+    lines = text.splitlines()
+
+    def at(marker: str, symbol: str) -> Position:
+        line = next(i for i, content in enumerate(lines) if marker in content)
+        return Position(line, lines[line].index(symbol, lines[line].index(marker)) + 1)
+
+    assert index.receiver_members(at("设备", ".device")) == {"shape", "permute"}
+    assert index.receiver_members(at("重绑", ".device")) == frozenset()  # ``other`` is bound twice

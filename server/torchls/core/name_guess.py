@@ -72,19 +72,30 @@ def tensor_member_by_name(
     imported_modules: Iterable[str],
     members_of: Callable[[str], Iterable[str] | None],
     receiver_attribute: str | None = None,
+    receiver_members: Iterable[str] = (),
 ) -> bool:
     """True when ``member`` is a tensor's and no other class the file may hold has it; through a receiver named
     like a layer's tensor (``receiver_attribute`` in :data:`PARAMETER_NAMES`), only arrays the file imports count.
+    A name in :data:`GENERIC_NAMES` says nothing alone, but the receiver's other members may: ``x.device`` where
+    the same ``x`` also has a ``permute`` (``receiver_members``) is a tensor's.
 
     ``members_of(qualname)`` lists a class's public members (instances'), or None while they are not known yet:
     then there is no guess, as there is none without the tensor's own list.
     """
     through_parameter = receiver_attribute in PARAMETER_NAMES
-    if member.startswith("_") or (member in GENERIC_NAMES and not through_parameter):
+    if member.startswith("_"):
         return False
-    others = classes_to_compare(imported_modules, member)
     tensor = members_of(TENSOR)
-    if others is None or tensor is None or member not in tensor:
+    if tensor is None or any(not other.startswith("_") and other not in tensor for other in receiver_members):
+        return False  # the same receiver has a member no tensor has (``fabric.setup``): it is something else
+    if member in GENERIC_NAMES and not through_parameter:
+        return member in tensor and any(
+            tensor_member_by_name(other, imported_modules, members_of, receiver_attribute)
+            for other in receiver_members
+            if other not in GENERIC_NAMES
+        )
+    others = classes_to_compare(imported_modules, member)
+    if others is None or member not in tensor:
         return False
     if through_parameter:
         others = tuple(q for q in others if q not in ALWAYS_OTHER)  # a parameter is no str, list or module

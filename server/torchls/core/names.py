@@ -696,6 +696,29 @@ class ModuleIndex(PartsInference, CallSiteInference):
             return None
         return node.attr, node.value.attr if isinstance(node.value, ast.Attribute) else None
 
+    def receiver_members(self, position: Position) -> frozenset[str]:
+        """The other members the code reads on the receiver of ``receiver.member`` at ``position``, where that
+        receiver is a name bound once in its function (a parameter, one assignment): ``view`` and ``shape`` for
+        ``x.device`` in a function that also reads ``x.view(...)`` and ``x.shape``. Together they say more about
+        what ``x`` is than one member alone (:func:`torchls.core.name_guess.tensor_member_by_name`)."""
+        identifier = self._identifier_at(position)
+        node = identifier.node if identifier is not None else None
+        if not isinstance(node, ast.Attribute) or not isinstance(node.value, ast.Name):
+            return frozenset()
+        scope, _ = self._scope_at(position.line)
+        name = node.value.id
+        if scope is self.tree or len(self._bindings[scope].get(name, ())) != 1:
+            return frozenset()  # module level, or a name bound again: which value each read sees is another question
+        read = {
+            other.attr
+            for other in ast.walk(scope)
+            if isinstance(other, ast.Attribute)
+            and isinstance(other.ctx, ast.Load)
+            and isinstance(other.value, ast.Name)
+            and other.value.id == name
+        }
+        return frozenset(read - {node.attr})
+
     def imported_modules(self, position: Position | None = None) -> frozenset[str]:
         """The top-level modules the file imports (``numpy`` for ``import numpy as np``): at module level and,
         with ``position``, in the functions enclosing it (an import inside another function is not seen there)."""
