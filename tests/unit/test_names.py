@@ -1315,3 +1315,24 @@ def test_a_receivers_other_members_are_read_where_it_is_bound_once():
 
     assert index.receiver_members(at("设备", ".device")) == {"shape", "permute"}
     assert index.receiver_members(at("重绑", ".device")) == frozenset()  # ``other`` is bound twice
+
+
+def test_a_member_read_on_a_class_of_the_file_is_its_torch_bases():
+    text = textwrap.dedent(
+        """\
+        import torch
+
+
+        class 交换(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x.clone()
+
+
+        def run(x):
+            说明 = '应用 🔄'; y = 交换.apply(x)
+            说明 = '前向 ➡️'; return 交换.forward(None, y)
+        """
+    )
+    assert target(text, "应用", "apply").qualname == "torch.autograd.Function.apply"
+    assert target(text, "前向", "forward").qualname is None  # the class's own staticmethod

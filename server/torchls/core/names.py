@@ -660,6 +660,11 @@ class ModuleIndex(PartsInference, CallSiteInference):
         if qualname is not None:
             return Target("reference", span, qualname)
         if isinstance(node, ast.Attribute):
+            owner = node.value.id if isinstance(node.value, ast.Name) else None
+            if owner in self.classes and len(self._bindings_of(owner)) == 1:  # ``Exchange.apply`` on the class
+                base = self._torch_base(owner)
+                inherited = base is not None and self._inherited_from_torch(owner, node.attr)
+                return Target("reference", span, f"{base}.{node.attr}" if inherited else None)
             receiver = self.infer(node.value, identifier, position.line)
             if receiver is not None:
                 attribute_value = self.infer(node, identifier, position.line)
