@@ -141,7 +141,10 @@ def installed_parameters(name: str) -> set[str] | None:
         if match and match.group(1).split(".")[-1] in (name.split(".")[-1], "__init__"):
             # A long signature may continue on the next lines.
             following = "\n".join([lines[index][match.end() :], *lines[index + 1 : index + 6]])
-            found.update(_params_from_text(_balanced(following)))
+            inside = _balanced(following)
+            if following[len(inside) + 1 :].lstrip().startswith(("==", "!=")):
+                continue  # an identity in prose (``torch.fmod(a, b) == a - ...``), not a signature
+            found.update(_params_from_text(inside))
     if not inspect.isfunction(obj):
         # What torch's own stubs declare for a built-in: overload-only names (``Tensor.view(size)``,
         # ``torch.zeros(..., pin_memory)``) that the docstring leaves out are what jedi shows on the card.
