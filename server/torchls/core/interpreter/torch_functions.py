@@ -275,12 +275,15 @@ class TorchFunctionsMixin(InterpreterBase):
                 if not info.has_keyword("device"):
                     device = source.device
         elif short in ("zeros", "ones", "empty", "rand", "randn"):
-            dims = _dims([v for v in info.args])
+            # ``zeros(2, 3)``, ``zeros((2, 3))`` or ``zeros(size=shape)``; with none of them torch raises
+            sizes = [info.kwargs["size"]] if info.has_keyword("size") else list(info.args)
+            dims = _dims(sizes) if sizes else None
             shape = tuple(dims) if dims is not None and all(d is None or d >= 0 for d in dims) else None
             if dtype is None and "set_default_dtype" not in self.ctx.source.text:
                 dtype = "torch.float32"
         elif short == "full":
-            dims = _dims(info.args[:1])
+            size = info.arg(0, "size")
+            dims = _dims([size]) if size is not None else None
             shape = tuple(dims) if dims is not None else None
             fill = _literal(info.arg(1, "fill_value"))
             if dtype is None:  # torch.full takes its dtype from the fill value
