@@ -74,3 +74,11 @@ def test_an_entry_without_a_table_row_or_a_folder_without_a_table_shows_no_versi
     (broken / versions.TABLE_NAME).write_text("not json", encoding="utf-8")
     monkeypatch.setenv("TORCHLS_KNOWLEDGE", str(broken))
     assert versions.table() == {}
+
+
+def test_deprecations_from_the_table_join_the_version_notes():
+    jit = replace(KB.get("torch.jit.fork"), versions=())  # TorchScript warns from 2.11 on
+    assert "torch 2.11 起弃用" in render_card(jit, compact=False)
+    assert "起弃用" not in render_card(KB.get("torch.nn.Linear"), compact=False)
+    full = render_card(KB.get("torch.jit.fork"), compact=False)  # the entry's own note (the docs say 2.5) wins
+    assert "2.5：TorchScript 被官方标为弃用" in full and "torch 2.11 起弃用" not in full

@@ -416,6 +416,13 @@ def _full_card(
     if since:
         notes.append(f"torch {since} 起提供")
     notes.extend(f"{v.version}：{v.note}" for v in entry.versions)
+    # The table's deprecation and removal, unless the entry's own notes already tell that story.
+    said = " ".join(v.note for v in entry.versions)
+    deprecated, removed = versions.deprecated_since(entry.name), versions.removed_in(entry.name)
+    if deprecated and "弃用" not in said:
+        notes.append(f"torch {deprecated} 起弃用")
+    if removed and not any(word in said for word in ("移除", "删除")):
+        notes.append(f"torch {removed} 起移除")
     if notes:
         parts.append("**版本**：" + "；".join(note.rstrip("。；") for note in notes) + "。")
     if entry.url:

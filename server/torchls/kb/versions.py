@@ -51,3 +51,13 @@ def param_since(name: str, param: str) -> str | None:
     """The release that added parameter ``param`` of ``name``, when it is newer than the API itself."""
     params = table().get(name, {}).get("params") or {}
     return _shown(params.get(param.lstrip("*")))
+
+
+def deprecated_since(name: str) -> str | None:
+    """The first release whose source warns that ``name`` is deprecated (or marks it ``@deprecated``)."""
+    return _shown(table().get(name, {}).get("deprecated"))
+
+
+def removed_in(name: str) -> str | None:
+    """The first release without ``name`` after releases that had it."""
+    return _shown(table().get(name, {}).get("removed"))
