@@ -99,6 +99,12 @@ FILES = {
         from torch._C import _add_docstr
         relu = _add_docstr(torch.relu, "doc")
         gelu = _add_docstr(torch._C._nn.gelu, "doc")
+        sdpa = _add_docstr(torch._C._nn.sdpa, r'''
+        sdpa(query, key, value, attn_mask=None, *, scale=None) -> Tensor:
+
+        Computes attention. {extra}
+        '''.format(extra="") + "more")
+        silu = _add_docstr(torch._C._nn.silu, "The SiLU function. See :class:`SiLU`.")
         def _max_pool2d(input, kernel_size, ceil_mode=False): ...
         def _max_pool2d_with_indices(input, kernel_size, return_indices=True): ...
         max_pool2d = boolean_dispatch(arg_name="return_indices", if_true=_max_pool2d_with_indices, if_false=_max_pool2d)
@@ -145,6 +151,7 @@ def api(name: str) -> Api:
         ("torch.nn.utils.spectral_norm", {"module", "name", "n_power_iterations"}),  # the function, not the module
         ("torch.nn.Module.to", {"args", "kwargs"}),
         ("torch.nn.functional.gelu", {"input", "approximate"}),  # _add_docstr(<the real one>, doc)
+        ("torch.nn.functional.sdpa", {"query", "key", "value", "attn_mask", "scale"}),  # the docstring's signature
         ("torch.nn.functional.max_pool2d", {"input", "kernel_size", "ceil_mode", "return_indices"}),
     ],
 )
@@ -166,6 +173,10 @@ def test_absent_only_where_every_place_was_read():
     assert RELEASE.api("torch._dynamo") == UNKNOWN  # served by the module __getattr__
     assert RELEASE.api("torch.nn.Conv2d.weight") == UNKNOWN  # a base class outside the release
     assert RELEASE.api("numpy.array") == UNKNOWN
+
+
+def test_a_compiled_function_without_a_stub_or_a_signature_line_has_unknown_parameters():
+    assert api("torch.nn.functional.silu").params is None
 
 
 def test_open_signatures_and_metaclass_properties():

@@ -50,6 +50,9 @@ CORRECTIONS: dict[str, dict] = {
     "torch.Tensor.to": {"params": {"memory_format": None}},
     # The 1.13-2.1 stubs name stride's parameter `_int` (a stub bug); the schema always called it `dim`.
     "torch.Tensor.stride": {"params": {"dim": None}},
+    # Only the docstring's signature changed (``linalg.norm(A, ...)`` up to 2.12, ``input`` in 2.13); the keyword
+    # comes from the compiled binding, which the wheels do not show.
+    "torch.linalg.norm": {"params": {"input": None}},
 }
 
 

@@ -11,6 +11,7 @@ place that could hold it was read and lacks it.
 from __future__ import annotations
 
 import ast
+import re
 import zipfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -227,7 +228,13 @@ class Release:
         if isinstance(node, ast.Subscript):
             return self._expression(module, node.value, seen)
         if isinstance(node, ast.Call) and _name_of(node.func) == "_add_docstr" and node.args:
-            return self._expression(module, node.args[0], seen)  # relu = _add_docstr(torch.relu, "...")
+            # relu = _add_docstr(torch.relu, "..."): the function it documents, else the docstring's first line
+            # (``fft(input, n=None, dim=-1, norm=None) -> Tensor``) where that function is a compiled one.
+            target = self._expression(module, node.args[0], seen)
+            if isinstance(target, Symbol) and target.kind == "function":
+                return target
+            documented = _docstring_signature(node.args[1] if len(node.args) > 1 else None)
+            return Symbol("function", module, [documented]) if documented else target
         if isinstance(node, ast.Call) and _name_of(node.func) == "boolean_dispatch":  # max_pool2d
             branches = [k.value for k in node.keywords if k.arg in ("if_true", "if_false")]
             return _merge([self._expression(module, branch, seen) for branch in branches])
@@ -261,6 +268,31 @@ class Release:
             else:
                 results.append(UNKNOWN)
         return _merge(results) if results else ABSENT
+
+
+_DOC_SIGNATURE = re.compile(r"\s*[\w.]+\((.*)\)\s*(?:->.*)?$")
+
+
+def _docstring_signature(node: ast.AST | None) -> ast.FunctionDef | None:
+    """The signature on the first line of a docstring passed to ``_add_docstr``, as a function definition."""
+    while True:  # r"""...""".format(**common_args) + """...""": the first literal
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "format":
+            node = node.func.value
+        elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+            node = node.left
+        else:
+            break
+    if not (isinstance(node, ast.Constant) and isinstance(node.value, str)):
+        return None
+    first = node.value.strip().split("\n", 1)[0].rstrip(":")
+    match = _DOC_SIGNATURE.match(first)
+    if not match:
+        return None
+    try:
+        function = ast.parse(f"def _({match.group(1)}): pass").body[0]
+    except SyntaxError:
+        return None
+    return function if isinstance(function, ast.FunctionDef) else None
 
 
 def _set_on_self(cls: ast.ClassDef, name: str) -> bool:
