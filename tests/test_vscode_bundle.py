@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 from types import MethodType, SimpleNamespace
 
@@ -97,6 +98,8 @@ def test_the_bundle_runs_the_server_without_anything_installed(bundle, tmp_path)
     assert not [path for pattern in ("*.so", "*.pyd") for path in target.rglob(pattern)]
     assert not list(target.rglob("__pycache__")) and not (target / "bin").exists()
     assert (target / "torchls" / "_knowledge.zip").is_file() and not (target / "torchls" / "_knowledge").exists()
+    with zipfile.ZipFile(target / "torchls" / "_knowledge.zip") as knowledge:
+        assert "_versions.json" in knowledge.namelist()  # the version table the cards read
     lowered = [path.as_posix().lower() for path in target.rglob("*")]
     assert len(lowered) == len(set(lowered))  # a .vsix refuses paths that differ only in case
     ran = subprocess.run(
@@ -147,7 +150,6 @@ def test_the_bundle_checks_and_loads_its_knowledge_on_every_python_from_3_10(pyt
 
 
 def test_the_zipped_knowledge_base_is_unpacked_once_per_archive(tmp_path):
-    import zipfile
 
     from torchls.kb.archive import unpacked
 

@@ -135,6 +135,7 @@ def test_sdist_has_what_the_wheel_is_built_from(dist: Path):
         names = {name.split("/", 1)[1] for name in archive.getnames() if "/" in name}
     assert {"pyproject.toml", "README.md", "server/torchls/__init__.py"} <= names
     assert "knowledge/torch/nn/CrossEntropyLoss.yaml" in names
+    assert "knowledge/_versions.json" in names  # the version table (torchls.kb.versions)
     assert not [name for name in names if name.startswith("vscode-client/")]  # the extension ships as a .vsix
 
 
@@ -145,6 +146,7 @@ def test_wheel_carries_the_whole_knowledge_base(dist: Path):
         entry_points = archive.read(f"torchls-{__version__}.dist-info/entry_points.txt").decode()
     shipped = {path.relative_to(ROOT / "knowledge").as_posix() for path in (ROOT / "knowledge").rglob("*.yaml")}
     assert shipped and shipped <= packaged
+    assert "_versions.json" in packaged  # the version table the cards read (torchls.kb.versions)
     assert "torchls = torchls.cli:main" in entry_points
 
 

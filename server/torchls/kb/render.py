@@ -24,6 +24,7 @@ from typing import Literal
 from torchls.core.brackets import balanced, closing_bracket, split_top_level
 from torchls.core.overloads import parse_signature
 from torchls.docinfo import SymbolDoc
+from torchls.kb import versions
 from torchls.kb.schema import DEVICE_LINE, Entry, Example, Param
 
 KIND_LABELS = {
@@ -171,33 +172,49 @@ def _older(installed: str | None, needed: str) -> str | None:
 _VERSION_PREFIX = re.compile(r"\d+(\.\d+)*")
 
 
+def api_since(entry: Entry) -> str | None:
+    """The release that added the API: the entry's ``since``, else the version table's (:mod:`torchls.kb.versions`)."""
+    return entry.since or versions.api_since(entry.name)
+
+
+def param_since(entry: Entry, param: Param) -> str | None:
+    """The release that added a parameter: the entry's ``since``, else the version table's."""
+    return param.since or versions.param_since(entry.name, param.name)
+
+
 def _api_too_new(entry: Entry, torch_version: str | None) -> str | None:
-    older = _older(torch_version, entry.since) if entry.since else None
-    return f"⚠️ 这个 API 需要 torch ≥ {entry.since}，当前环境为 {older}。" if older else None
+    since = api_since(entry)
+    older = _older(torch_version, since) if since else None
+    return f"⚠️ 这个 API 需要 torch ≥ {since}，当前环境为 {older}。" if older else None
 
 
 def _params_too_new(entry: Entry, torch_version: str | None) -> str | None:
     """One line naming the documented parameters the installed torch does not have yet (compact card)."""
-    newer = [p for p in entry.params if p.since and _older(torch_version, p.since)]
+    if torch_version is None:
+        return None
+    sinces = [(p, param_since(entry, p)) for p in entry.params]
+    newer = [(p, since) for p, since in sinces if since and _older(torch_version, since)]
     if not newer:
         return None
-    installed = _older(torch_version, newer[0].since)
-    names = "、".join(f"`{p.name}`（≥ {p.since}）" for p in newer)
+    installed = _older(torch_version, newer[0][1])
+    names = "、".join(f"`{p.name}`（≥ {since}）" for p, since in newer)
     return f"⚠️ 当前环境的 torch {installed} 还没有这些参数：{names}。"
 
 
 # ------------------------------------------------------------------------------------------- sections
 
 
-def _param_line(param: Param, torch_version: str | None = None) -> str:
+def _param_line(param: Param, torch_version: str | None = None, since: str | None = None) -> str:
+    """One parameter; ``since`` is the release that added it (the entry's or the version table's)."""
+    since = since or param.since
     details = [f"`{param.type}`"] if param.type else []
     if param.default is not None:
         details.append(f"默认 `{param.default}`")
-    if param.since:
-        details.append(f"torch ≥ {param.since}")
+    if since:
+        details.append(f"torch ≥ {since}")
     head = f"- `{param.name}`" + (f"（{'，'.join(details)}）" if details else "")
-    older = _older(torch_version, param.since) if param.since else None
-    warning = f"⚠️ 此参数需要 torch ≥ {param.since}，当前环境为 {older}。" if older else ""
+    older = _older(torch_version, since) if since else None
+    warning = f"⚠️ 此参数需要 torch ≥ {since}，当前环境为 {older}。" if older else ""
     choices = "".join(f"\n  - `{choice.value}`：{choice.desc}" for choice in param.choices)
     return f"{head}：{warning}{param.desc}{choices}"
 
@@ -212,7 +229,7 @@ def _is_private(name: str) -> bool:
 
 
 def _params_section(entry: Entry, live: SymbolDoc | None, torch_version: str | None) -> list[str]:
-    lines = [_param_line(p, torch_version) for p in entry.params if not _is_private(p.name)]
+    lines = [_param_line(p, torch_version, param_since(entry, p)) for p in entry.params if not _is_private(p.name)]
     if live is not None:
         documented = {p.name for p in entry.params} | set(entry.omitted_params)
         for name in live.param_names:
@@ -395,9 +412,17 @@ def _full_card(
     if entry.see_also:
         parts.append("**相关**：" + " · ".join(f"`{name}`" for name in entry.see_also))
     notes = []
-    if entry.since:
-        notes.append(f"torch {entry.since} 起提供")
+    since = api_since(entry)
+    if since:
+        notes.append(f"torch {since} 起提供")
     notes.extend(f"{v.version}：{v.note}" for v in entry.versions)
+    # The table's deprecation and removal, unless the entry's own notes already tell that story.
+    said = " ".join(v.note for v in entry.versions)
+    deprecated, removed = versions.deprecated_since(entry.name), versions.removed_in(entry.name)
+    if deprecated and "弃用" not in said:
+        notes.append(f"torch {deprecated} 起弃用")
+    if removed and not any(word in said for word in ("移除", "删除")):
+        notes.append(f"torch {removed} 起移除")
     if notes:
         parts.append("**版本**：" + "；".join(note.rstrip("。；") for note in notes) + "。")
     if entry.url:
@@ -438,7 +463,7 @@ def render_param(
     param = entry.param(name) if entry else None
     title = f"**`{name}`** — `{owner}` 的参数"
     if param is not None:
-        line = _param_line(param, torch_version)
+        line = _param_line(param, torch_version, param_since(entry, param) if entry else None)
         return f"{title}\n\n{line[2:]}" + (f"\n\n{entry.summary}" if entry else "")
     english = live.param_docs.get(name) if live else None
     if english:
