@@ -152,7 +152,26 @@ def installed_parameters(name: str) -> set[str] | None:
     found.update(_forwarded_parameters(name))
     if inspect.isclass(obj):
         found.update(_module_stub_constructor_parameters(obj))
-    return found
+    forwarded_to = _base_member_parameters(name, found)
+    return (found - {"args", "kwargs"}) | forwarded_to if forwarded_to else found
+
+
+def _base_member_parameters(name: str, found: set[str]) -> set[str]:
+    """A method that only passes ``*args, **kwargs`` on to the member of the same name on a base class takes that
+    member's parameters: ``torch.distributed.rpc.RRef.to_here`` wraps the pybind ``PyRRef.to_here(timeout)``."""
+    owner_name, _, member = name.rpartition(".")
+    if not found <= {"args", "kwargs"} or not owner_name:
+        return set()
+    try:
+        owner = resolve_object(owner_name)
+    except Exception:
+        return set()
+    if not inspect.isclass(owner):
+        return set()
+    for base in owner.__mro__[1:]:
+        if member in vars(base):
+            return installed_parameters(f"{base.__module__}.{base.__qualname__}.{member}") or set()
+    return set()
 
 
 def _module_stub_constructor_parameters(cls: type) -> set[str]:
