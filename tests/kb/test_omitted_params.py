@@ -53,6 +53,11 @@ _DEPRECATED: dict[str, Allowed] = {
         "deprecated since 1.0, use `reduction`", None, r"size_average \(bool, optional\): Deprecated"
     ),
     "reduce": Allowed("deprecated since 1.0, use `reduction`", None, r"reduce \(bool, optional\): Deprecated"),
+    "eps": Allowed(
+        "deprecated, has no effect (a warning says so when it is passed)",
+        _entries("torch.nn.functional.gumbel_softmax"),
+        r"`eps` parameter is deprecated and has no effect",
+    ),
     "only_inputs": Allowed(
         "ignored, always True; use torch.autograd.backward to accumulate elsewhere",
         _entries("torch.autograd.grad"),

@@ -31,7 +31,7 @@ from torchls.kb.loader import iter_yaml_files, load_file
 from .torch_introspect import resolve_object
 
 _GENERIC = re.compile(r"\[[^\[\]]*\]")
-_TENSOR = re.compile(r"Tensor|张量")
+_TENSOR = re.compile(r"Tensor\b|张量")  # ``LongTensor`` too, not ``TensorPipeRpcBackendOptions``
 _SAYS = re.compile(
     r"形状|维|dtype|类型|相同|广播|标量|浮点|整数|布尔|复数|实数|长度|shape|`\(|\bbool\b|\bfloat|\bint|\blong\b|\bcomplex",
     re.IGNORECASE,
@@ -97,6 +97,7 @@ def silent():
     [
         ("Tensor", True),
         ("LongTensor", True),
+        ("torch.distributed.rpc.TensorPipeRpcBackendOptions | None", False),
         ("Number | Tensor", True),
         ("float / Tensor", True),
         ("Iterable[Tensor] 或 Tensor", True),
