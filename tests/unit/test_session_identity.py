@@ -12,7 +12,9 @@ def test_the_session_climbs_only_once_its_table_is_in_place():
         table = session.identity_future.result(timeout=180)
         assert table is not None and session.kb.identity is table
         assert session.kb.lookup("torch.nn.modules.linear.Linear").name == "torch.nn.Linear"
-        assert session.kb.lookup("torch.distributed.nn.functional.all_gather") is None
+        # The autograd-aware collective is its own object: its own card, never c10d's all_gather.
+        assert session.kb.lookup("torch.distributed.nn.functional.all_gather").name == "torch.distributed.nn.all_gather"
+        assert session.kb.lookup("torch.distributed._functional_collectives.all_gather_tensor") is None
         # A reload keeps the table (same torch) and reads the entries' namespaces again.
         session.reload_knowledge()
         assert session.kb.identity is table
