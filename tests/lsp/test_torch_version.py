@@ -55,8 +55,9 @@ async def test_old_torch_gets_warnings_for_newer_apis_and_parameters(old_torch: 
     await open_document(client, uri, SOURCE)
     api = await hover(client, uri, utf16_position(SOURCE, "F.scaled_dot_product_attention", "scaled"))
     assert api is not None and "⚠️ 这个 API 需要 torch ≥ 2.0，当前环境为 1.13。" in api.contents.value
-    # The compact card names the parameters the installed torch lacks yet: enable_gqa came with torch 2.5.
-    assert "当前环境的 torch 1.13 还没有这些参数：`enable_gqa`（≥ 2.5）" in api.contents.value
+    # The compact card names the parameters the installed torch lacks yet: scale came with torch 2.1 (from the
+    # version table: the entry does not say), enable_gqa with 2.5 (the entry says so).
+    assert "当前环境的 torch 1.13 还没有这些参数：`scale`（≥ 2.1）、`enable_gqa`（≥ 2.5）" in api.contents.value
     keyword = await hover(client, uri, utf16_position(SOURCE, "bias=False", "bias"))
     assert keyword is not None and "⚠️ 此参数需要 torch ≥ 2.1，当前环境为 1.13。" in keyword.contents.value
     linear = await hover(client, uri, utf16_position(SOURCE, "nn.Linear", "Linear"))
