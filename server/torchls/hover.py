@@ -307,6 +307,8 @@ async def _name_hover(
             shown = await _signatures_as_called(session, place, span, entry.name, entry, live)
         return HoverResult(_card(session, entry, live, heading, card_links, shown), span)
     public = name  # what the file itself calls it: already a name the user can import
+    if _not_a_member(session, public):
+        return None
     try:
         live = await _live_doc(session, public, wait=True)
     except JediNotReady:
@@ -319,6 +321,15 @@ async def _name_hover(
     if place is not None and not is_instance:
         shown = await _signatures_as_called(session, place, span, public, None, live)
     return HoverResult(render_fallback(public, live, heading, shown), span)
+
+
+def _not_a_member(session: Session, name: str) -> bool:
+    """True for ``torch.nn.Module.transformer``: an attribute of some model read through its torch class, which
+    that class's listed members (known after the warm-up) do not have; it names no API, and a card for it, even
+    one saying that its documentation is still being read, would name one."""
+    owner, _, member = name.rpartition(".")
+    listed = session.resolver.cached_members(owner, True)
+    return listed is not None and not member.startswith("_") and member not in listed
 
 
 async def _keyword_hover(session: Session, target: Target, text: str, path: str | None) -> HoverResult | None:

@@ -147,3 +147,23 @@ async def test_hovers_right_after_opening_a_long_file_answer_from_the_block_arou
     assert first is None or "torch.Tensor.to" not in first.contents.value  # type: ignore[union-attr]
     await asyncio.sleep(1.0)  # the full index now says what the loader holds
     assert _title(await hover(client, uri, utf16_position(text, "批次", "to(device)"))) == "torch.Tensor.to"
+
+
+SUBMODULES = """\
+import torch
+import torch.nn as nn
+
+
+def 编码(model: nn.Module, x: torch.Tensor):
+    说明 = "子模块 🧩"; h = model.transformer(x)
+    说明 = "方法 🛠"; model.train()
+    return h
+"""
+
+
+async def test_a_submodule_read_through_nn_module_names_no_api(client: LanguageClient):
+    uri = (client.root / "submodules.py").as_uri()
+    await open_document(client, uri, SUBMODULES)
+    # ``model.transformer``: some submodule of a model; nn.Module has no member of that name
+    assert await hover(client, uri, utf16_position(SUBMODULES, "子模块", "transformer")) is None
+    assert _title(await hover(client, uri, utf16_position(SUBMODULES, "方法", "train"))) == "torch.nn.Module.train"
