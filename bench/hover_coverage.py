@@ -12,7 +12,8 @@ A *torch reference* is a place in the code where a user would expect torchls's c
   than a plain tensor (``self.fc`` is a ``Linear``; a tensor variable is not an API reference);
 * ``name``: an attribute that jedi cannot type whose name is a ``torch.Tensor`` member that none of the builtins'
   types, ``nn.Module``, ``Optimizer`` or ``torch.Size`` has (``x.view``, ``h.masked_fill``, ``x.shape``): in a torch
-  file these are tensors. In a file that imports NumPy, the names ``numpy.ndarray`` shares are left out.
+  file these are tensors. In a file that imports NumPy, the names ``numpy.ndarray`` shares are left out; an
+  attribute read on ``self`` (``self.device``) is the class's own, never counted.
 
 The expected API is the knowledge base's name for it (``torch._C.TensorBase.view`` is ``torch.Tensor.view``). The
 server is started as an editor starts it (``python -m torchls`` or the ``torchls`` script), every file is opened
@@ -59,7 +60,7 @@ from harness import (
     wait_for_warm_up,
 )
 
-_ORACLE_VERSION = 11  # bump when the way references are found changes: the cached ones are then found again
+_ORACLE_VERSION = 12  # bump when the way references are found changes: the cached ones are then found again
 _TITLE = re.compile(r"\*\*(torch[\w.]*)\*\* (·|—)")
 _REQUEST_TIMEOUT_SECONDS = 60.0
 OUTCOMES = ("chinese", "english", "other API", "nothing", "error")
@@ -271,6 +272,8 @@ class Oracle:
                 expected is None
                 and name in self.tensor_only
                 and not (numpy_file and name in self.also_numpy)
+                # ``self.device``: an attribute the user's own class sets, not a member of a tensor
+                and not (isinstance(node.value, ast.Name) and node.value.id == "self")
                 and not self._receiver_known(script, _end_of(node.value, lines))
             ):
                 found[(line, column)] = Reference(line, column, f"torch.Tensor.{name}", "name", snippet)
