@@ -33,6 +33,7 @@ from torchls.core.parts import (
     generic_name,
     is_int_literal,
     is_module,
+    is_none_literal,
     pick,
     unquoted,
 )
@@ -918,7 +919,7 @@ class ModuleIndex(PartsInference, CallSiteInference):
             return self._infer_call(expr, where, line, depth)
         if isinstance(expr, ast.IfExp):  # ``nn.Linear(...) if n else nn.Identity()``: both branches must agree
             # ``nn.Conv2d(...) if flag else None``: code that uses the value has the layer
-            branches = [b for b in (expr.body, expr.orelse) if not _is_none(b)]
+            branches = [b for b in (expr.body, expr.orelse) if not is_none_literal(b)]
             return _common([self.infer(b, where, line, depth + 1) for b in branches])
         if isinstance(expr, ast.BinOp):
             # Arithmetic on a tensor or a Parameter gives a plain tensor (``bn.weight / bn.running_var``).
@@ -1253,7 +1254,7 @@ def not_optional(annotation: ast.expr) -> ast.expr | None:
         return not_optional(spelled.slice)
     if isinstance(spelled, ast.BinOp) and isinstance(spelled.op, ast.BitOr):
         sides = [spelled.left, spelled.right]
-        real = [side for side in sides if not (isinstance(side, ast.Constant) and side.value is None)]
+        real = [side for side in sides if not is_none_literal(side)]
         return not_optional(real[0]) if len(real) == 1 else None
     return spelled
 
@@ -1296,7 +1297,3 @@ _RESULT_KEEPING_DECORATORS = frozenset(
 
 def _is_torch_name(qualname: str | None) -> bool:
     return bool(qualname) and (qualname == "torch" or qualname.startswith("torch."))  # type: ignore[union-attr]
-
-
-def _is_none(expr: ast.expr) -> bool:
-    return isinstance(expr, ast.Constant) and expr.value is None

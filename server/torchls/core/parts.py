@@ -152,6 +152,11 @@ def from_fact(fact: str | tuple | None) -> Parts | None:
     return Value(fact)
 
 
+def is_none_literal(expr: ast.expr) -> bool:
+    """``None`` written out: a branch (``layer if flag else None``) or an annotation member that holds no value."""
+    return isinstance(expr, ast.Constant) and expr.value is None
+
+
 def is_int_literal(index: ast.expr) -> bool:
     """``0``, ``-1``: an index that picks one element of a tuple (not a slice, not a name)."""
     return int_literal(index) is not None
@@ -413,7 +418,7 @@ class PartsInference:
                     self._instance_call_parts(branch, self._where(branch.lineno - 1), branch.lineno - 1, depth + 1)
                     for b in bound
                     for branch in _branches(b)  # type: ignore[arg-type]
-                    if not (isinstance(branch, ast.Constant) and branch.value is None)
+                    if not is_none_literal(branch)
                 ]
                 return common_parts(options)
         return self._instance_call_parts(func, where, line, depth)
