@@ -91,7 +91,10 @@ async def test_hover_that_only_jedi_can_answer_shows_the_chinese_card(
     client: LanguageClient, line_contains, symbol, expected
 ):
     assert _fast_path_name(line_contains, symbol) is None
-    result = await hover(client, client.uri, utf16_position(TRAIN, line_contains, symbol))
+    position = utf16_position(TRAIN, line_contains, symbol)
+    result = await hover(client, client.uri, position)
+    if result is None:  # jedi busy past WARM_WAIT_SECONDS (a loaded CI machine): its answer serves the next hover
+        result = await hover(client, client.uri, position)
     assert _card_title(result) == expected
     assert "暂无中文条目" not in result.contents.value  # type: ignore[union-attr]
 
