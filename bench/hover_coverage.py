@@ -60,7 +60,7 @@ from harness import (
     wait_for_warm_up,
 )
 
-_ORACLE_VERSION = 12  # bump when the way references are found changes: the cached ones are then found again
+_ORACLE_VERSION = 13  # bump when the way references are found changes: the cached ones are then found again
 _TITLE = re.compile(r"\*\*(torch[\w.]*)\*\* (·|—)")
 _REQUEST_TIMEOUT_SECONDS = 60.0
 OUTCOMES = ("chinese", "english", "other API", "nothing", "error")
@@ -137,6 +137,9 @@ def _imported_names(tree: ast.Module) -> set[str]:
     return names
 
 
+_DEFINITION_TYPES = ("function", "class", "module", "property")
+
+
 def _self_rooted(expr: ast.expr) -> bool:
     while isinstance(expr, ast.Attribute):
         expr = expr.value
@@ -169,10 +172,15 @@ class Oracle:
         knows nothing there."""
         try:
             named = script.goto(*where, follow_imports=True)
-            for name in named:
-                full = name.full_name or ""
-                if full.startswith("torch.") and name.type in ("function", "class", "module", "property"):
-                    return frozenset({self.public(full)})
+            defined = {
+                self.public(name.full_name)
+                for name in named
+                if (name.full_name or "").startswith("torch.") and name.type in _DEFINITION_TYPES
+            }
+            if len(defined) > 1:
+                return None  # ``Tensor.to`` or ``Module.to``: typed by ``Module.__getattr__``, jedi does not know
+            if defined:
+                return frozenset(defined)
             if any((name.full_name or "").startswith("torch.") for name in named):
                 # An attribute torch assigns (``self.weight = ...``, a stub's ``shape: Size``): users know it as a
                 # member of the receiver's class (``fc.weight`` is ``Linear.weight``, ``p`` of a Dropout).

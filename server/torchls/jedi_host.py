@@ -183,6 +183,13 @@ def _is_torch(name: Any) -> bool:
     return full_name == "torch" or full_name.startswith("torch.")
 
 
+def _one_api(names: list[Any]) -> bool:
+    """True when jedi's torch names are one API (overloads, a stub and its source). An attribute read through
+    ``Module.__getattr__`` is typed "Tensor or Module": ``self.pe.to`` is then ``Tensor.to`` or ``Module.to``, and
+    picking the first would show another API's card; no answer is better."""
+    return len({_member_full_name(name) for name in names}) == 1
+
+
 def read_torch_extensions_from_stubs() -> bool:
     """Make jedi read torch's compiled modules (``torch._C`` and its submodules) from their ``.pyi`` stubs only.
 
@@ -393,12 +400,13 @@ class JediHost:
             return None
         try:
             script = self._script(text, path)
-            for name in script.goto(line + 1, column, follow_imports=True):
-                if _is_torch(name) and name.type != "instance":
-                    return JediHit(_symbol_doc(name), is_instance=False)
-            for name in script.infer(line + 1, column):
-                if _is_torch(name):
-                    return JediHit(_symbol_doc(name), is_instance=name.type == "instance")
+            defined = [n for n in script.goto(line + 1, column, follow_imports=True) if _is_torch(n)]
+            definitions = [n for n in defined if n.type != "instance"]
+            if definitions:
+                return JediHit(_symbol_doc(definitions[0]), is_instance=False) if _one_api(definitions) else None
+            inferred = [n for n in script.infer(line + 1, column) if _is_torch(n)]
+            if inferred and _one_api(inferred):
+                return JediHit(_symbol_doc(inferred[0]), is_instance=inferred[0].type == "instance")
         except Exception as error:  # jedi has internal errors on broken code; no hover is the right answer
             log.info("jedi failed at %s:%s:%s: %s", path, line, column, error)
         return None

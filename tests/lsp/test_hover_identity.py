@@ -1,6 +1,7 @@
 """Hover never shows another API's card (issue 30): the autograd-aware collectives of ``torch.distributed.nn``
 are not ``torch.distributed.all_gather`` / ``all_reduce``, whatever their last name part; a true re-export still
-reaches its card. The real server, real jedi, the installed torch."""
+reaches its card, and an attribute jedi types as "Tensor or Module" shows neither's card. The real server, real
+jedi, the installed torch."""
 
 from __future__ import annotations
 
@@ -24,6 +25,14 @@ x = torch.randn(4, requires_grad=True)
 说明 = "求和 ➕"; total = torch.distributed.nn.all_reduce(x)
 说明 = "收集 🧲"; parts = all_gather(x)
 说明 = "层 🧱"; layer = Linear(4, 2)
+
+
+class Head(torch.nn.Module):
+    def set_classes(self, embeddings):
+        self.pe = embeddings  # 类别嵌入 🙂: jedi types it through Module.__getattr__ as Tensor or Module
+
+    def fuse(self, device):
+        return self.pe.to(device)
 """
 
 
@@ -65,3 +74,13 @@ async def test_a_collective_of_another_module_never_shows_the_c10d_card(
 async def test_a_true_re_export_still_shows_its_card(client: LanguageClient, kb):
     result = await hover(client, client.example_uri, utf16_position(SOURCE, "layer = Linear(4, 2)", "Linear"))
     assert result is not None and kb.get("torch.nn.Linear").summary in result.contents.value
+
+
+async def test_an_attribute_typed_tensor_or_module_shows_neither_card(client: LanguageClient, kb):
+    """``self.pe`` is set from a parameter nothing types: ``pe.to`` may be ``Tensor.to`` or ``Module.to``."""
+    position = utf16_position(SOURCE, "return self.pe.to(device)", "to(")
+    for attempt in ("cold", "with jedi's answer kept"):
+        result = await hover(client, client.example_uri, position)
+        value = result.contents.value if result is not None else ""
+        for api in ("torch.nn.Module.to", "torch.Tensor.to"):
+            assert kb.get(api).summary not in value, f"{attempt}: shows the card of {api}:\n{value[:300]}"
