@@ -86,7 +86,7 @@ class Checker:
             if codes is not None and ("" in codes or any(finding.code.startswith(c) for c in codes)):
                 continue
             findings.append(finding)
-        table = receiver_table(file_values(ctx.values, interpreter.call_values)) if receivers else None
+        table = receiver_table(file_values(interpreter.joined_values, interpreter.call_values)) if receivers else None
         return CheckResult(findings, parsed.error, table)
 
 

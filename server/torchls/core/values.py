@@ -87,6 +87,10 @@ class TensorValue:
             object.__setattr__(self, "symbolic", None)
         if self.sym_strides is not None and (self.symbolic is None or len(self.sym_strides) != len(self.symbolic)):
             object.__setattr__(self, "sym_strides", None)
+        # torch's meaning: every tensor that does not require grad is a leaf; only an operation's result that
+        # requires grad is not. "Made by an operation" alone does not prove ``is_leaf`` False.
+        if self.is_leaf is False and self.requires_grad is not True:
+            object.__setattr__(self, "is_leaf", True if self.requires_grad is False else None)
 
     @property
     def dims(self) -> tuple[SymDim, ...] | None:

@@ -40,12 +40,12 @@ class FileValues:
             interpreter.run(tree)
         except Exception:  # a modelling gap must not cost the hover
             self.failed = True
-            ctx.values.clear()
+            interpreter.joined_values.clear()
         self.source = source
         self._by_line: dict[int, list[tuple[Span, ast.AST, Value]]] = {}
         # A function's names have values from the calls the file makes even where its unknown arguments gave none;
         # where the calls disagree, what the body proves for any argument still holds.
-        self._values: dict[ast.AST, Value] = file_values(ctx.values, interpreter.call_values)
+        self._values: dict[ast.AST, Value] = file_values(interpreter.joined_values, interpreter.call_values)
         for node, value in self._values.items():
             if not _worth_showing(value):
                 continue
@@ -56,6 +56,10 @@ class FileValues:
     def value_of(self, node: ast.AST) -> Value:
         """What the analysis knows about the name or attribute ``node`` of this version's tree."""
         return self._values.get(node)
+
+    def items(self) -> list[tuple[ast.AST, Value]]:
+        """Every node of the tree with what the analysis claims about it (the execution oracle checks them all)."""
+        return list(self._values.items())
 
     def class_of(self, node: ast.AST) -> tuple[str, str | None] | None:
         """``(torch class, the file's class or None)`` of the value of ``node``: what hover and completion need."""

@@ -18,7 +18,7 @@ from torchls.core.annotation_values import annotation_value
 from torchls.core.facts import MAY_REQUIRE_GRAD_PREFIXES, TENSOR_SELF_METHODS
 from torchls.core.interpreter.class_info import ClassInfo
 from torchls.core.rules.base import CallInfo, Context, Rule
-from torchls.core.values import InstanceValue, ModuleValue, OfClass, Origin, TensorValue, Value
+from torchls.core.values import FLOAT_DTYPES, InstanceValue, ModuleValue, OfClass, Origin, TensorValue, Value, merge
 
 _UNROLL_ITEMS = 8  # loops over at most this many known items run item by item
 _UNROLL_BUDGET = 2000  # iterations run that way, per file
@@ -26,6 +26,24 @@ _MAX_DEPTH = 6  # calls of the file's own functions followed one inside the othe
 _SPECIALISATION_BUDGET = 400  # evaluations of a body for one call's arguments, per file
 # Expressions that compute a new tensor (under no_grad: one without a graph, see _without_graph).
 _OPERATIONS = (ast.Call, ast.BinOp, ast.UnaryOp)
+
+
+# Under autocast these still give the dtype they name; any other operation may compute in float16/bfloat16.
+_EXPLICIT_DTYPE_METHODS = frozenset({"float", "double", "half", "bfloat16"})
+
+
+def _under_autocast(node: ast.expr, value: TensorValue) -> TensorValue:
+    """An operation's floating result inside ``torch.autocast``: its dtype depends on the op (matmuls and convs
+    run in the lower precision, reductions and losses in float32), so the analysis does not claim one."""
+    if value.dtype not in FLOAT_DTYPES:
+        return value
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in _EXPLICIT_DTYPE_METHODS
+    ):
+        return value
+    return value.with_(dtype=None)
 
 
 log = logging.getLogger(__package__)  # the package's one logger, named as before
@@ -73,6 +91,10 @@ class InterpreterBase:
         self._mode_effects: dict[ast.AST, dict[str, bool | None]] = {}
         # When set, what specialised evaluations found for each node, merged over every call (see core/values_at)
         self.call_values: dict[ast.AST, Value] | None = None
+        # What holds at each node over every evaluation of the walk around it (loop iterations, a loop's first
+        # iteration, both passes): hover and the execution oracle read this. ``ctx.values`` holds only the latest
+        # evaluation, which is what a rule visiting the node must see.
+        self.joined_values: dict[ast.AST, Value] = {}
 
     def _visit_rules(self, node: ast.AST) -> None:
         rules = self.dispatch.get(type(node))
@@ -108,11 +130,19 @@ class InterpreterBase:
         value = handler(node, env) if handler is not None else self._generic(node, env)
         if not self.ctx.grad_enabled and isinstance(value, TensorValue) and kind in _OPERATIONS:
             value = self._without_graph(node, value)
-        if value is not None:
-            self.ctx.values[node] = value
+        if self.ctx.autocast and isinstance(value, TensorValue) and kind in _OPERATIONS:
+            value = _under_autocast(node, value)
+        self.record(node, value)
         if kind in self.dispatch:  # inline test: this runs for every expression in the file
             self._visit_rules(node)
         return value
+
+    def record(self, node: ast.AST, value: Value) -> None:
+        """``node`` evaluated to ``value`` (None: unknown) this time. A rule reading it later in the same evaluation
+        must not see an earlier evaluation's value (the value before the loop, another call's argument)."""
+        self.ctx.values[node] = value
+        joined = self.joined_values
+        joined[node] = merge(joined[node], value) if node in joined else value
 
     def _without_graph(self, node: ast.expr, value: TensorValue) -> TensorValue:
         """The tensor an operation makes under no_grad: no graph, unless the operation may keep or make one

@@ -104,7 +104,7 @@ class Interpreter(
     def _settle_unstable_reads(self) -> None:
         """Reads of attributes assigned more than once (``self.head`` that ``reset_classifier`` replaces) learn,
         once the whole file is walked, the class all their values share: for hover, after the rules have run."""
-        values = self.ctx.values
+        values = self.joined_values
         collected = self.call_values
         for node, klass, name in self._unstable_reads:
             if node is None or values.get(node) is not None or (collected is not None and collected.get(node)):

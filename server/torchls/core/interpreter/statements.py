@@ -48,8 +48,7 @@ class StatementsMixin(InterpreterBase):
     def _augassign(self, node: ast.AugAssign, env: Env) -> None:
         if isinstance(node.target, ast.Name):
             current = self._load(node.target.id, env)
-            if current is not None:
-                self.ctx.values[node.target] = current
+            self.record(node.target, current)
         else:
             current = self.expr(node.target, env)
         other = self.expr(node.value, env)
@@ -228,13 +227,15 @@ class StatementsMixin(InterpreterBase):
             mode = item_mode if item_mode is not None else mode
             context = item.context_expr
             sets_device |= isinstance(context, ast.Call) and self.ctx.qualify(context.func) == "torch.device"
-        previous = (self.ctx.grad_enabled, self.default_device_changed)
+        previous = (self.ctx.grad_enabled, self.default_device_changed, self.ctx.autocast)
         if mode is not None:
             self.ctx.grad_enabled = mode
         if sets_device:
             self.default_device_changed = True  # `with torch.device("cuda"):` makes factories create there
+        if any(_starts_autocast(item.context_expr, self.ctx) for item in node.items):
+            self.ctx.autocast = True
         self.block(node.body, env)
-        self.ctx.grad_enabled, self.default_device_changed = previous
+        self.ctx.grad_enabled, self.default_device_changed, self.ctx.autocast = previous
 
     def _try(self, node: ast.Try, env: Env) -> None:
         before = dict(env)
@@ -258,8 +259,7 @@ class StatementsMixin(InterpreterBase):
     def bind(self, target: ast.expr, value: Value, env: Env) -> None:
         if isinstance(target, ast.Name):
             env[target.id] = value
-            if value is not None:
-                self.ctx.values[target] = value
+            self.record(target, value)
             self._visit_rules(target)
         elif isinstance(target, ast.Tuple | ast.List):
             items = value.items if isinstance(value, TupleValue) and len(value.items) == len(target.elts) else None
@@ -408,6 +408,25 @@ def _grad_mode(expr: ast.expr, ctx: Context) -> bool | None:
     if qualname in ("torch.inference_mode", "torch.autograd.inference_mode") and isinstance(first, ast.Constant):
         return None if first.value is False else False  # inference_mode(False) changes nothing
     return False if _disables_grad(expr, ctx) else None
+
+
+_AUTOCASTS = frozenset(
+    {
+        "torch.autocast",
+        "torch.amp.autocast",
+        "torch.cuda.amp.autocast",
+        "torch.cpu.amp.autocast",
+        "torch.amp.autocast_mode.autocast",
+    }
+)
+
+
+def _starts_autocast(expr: ast.expr, ctx: Context) -> bool:
+    """``with torch.autocast(...)`` (any spelling), unless it says ``enabled=False``."""
+    if not isinstance(expr, ast.Call) or ctx.qualify(expr.func) not in _AUTOCASTS:
+        return False
+    enabled = next((k.value for k in expr.keywords if k.arg == "enabled"), None)
+    return not (isinstance(enabled, ast.Constant) and enabled.value is False)
 
 
 def _disables_grad(expr: ast.expr, ctx: Context) -> bool:

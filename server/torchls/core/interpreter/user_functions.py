@@ -16,7 +16,7 @@ from torchls.core.interpreter.base import _MAX_DEPTH, Env, InterpreterBase, log
 from torchls.core.interpreter.class_info import ClassInfo
 from torchls.core.interpreter.statements import _disables_grad
 from torchls.core.rules.base import CallInfo
-from torchls.core.values import InstanceValue, ModuleValue, OfClass, Origin, TensorValue, Value, merge
+from torchls.core.values import InstanceValue, ModuleValue, OfClass, Origin, TensorValue, TupleValue, Value, merge
 
 
 class UserFunctionsMixin(InterpreterBase):
@@ -69,15 +69,19 @@ class UserFunctionsMixin(InterpreterBase):
         for arg in (node.args.vararg, node.args.kwarg):
             if arg is not None:
                 inner[arg.arg] = None
-        saved = (self.ctx.function, self.ctx.klass, self._returns, self.ctx.grad_enabled)
+        saved = (self.ctx.function, self.ctx.klass, self._returns, self.ctx.grad_enabled, self.ctx.autocast)
+        # A body runs when called, not where it is defined: its own decorators set its grad mode, and a call made
+        # under no_grad or autocast runs it so (``for_a_call``); where it is defined says nothing.
+        for_a_call = arguments_given is not None or self_value is not None
+        callers_grad = self.ctx.grad_enabled if for_a_call else True
         self.ctx.function, self.ctx.klass, self._returns = node, klass, []
-        # A body runs when called, not where it is defined: only its own decorators set its grad mode.
-        self.ctx.grad_enabled = not any(_disables_grad(d, self.ctx) for d in node.decorator_list)
+        self.ctx.grad_enabled = callers_grad and not any(_disables_grad(d, self.ctx) for d in node.decorator_list)
+        self.ctx.autocast = self.ctx.autocast and for_a_call
         try:
             self.block(node.body, inner)
             returns = self._returns
         finally:
-            self.ctx.function, self.ctx.klass, self._returns, self.ctx.grad_enabled = saved
+            self.ctx.function, self.ctx.klass, self._returns, self.ctx.grad_enabled, self.ctx.autocast = saved
         result = returns[0] if returns else None
         for other in returns[1:]:
             result = merge(result, other)
@@ -117,6 +121,18 @@ class UserFunctionsMixin(InterpreterBase):
         info: CallInfo,
         self_value: Value = None,
     ) -> Value:
+        """The value a call of the file's own function returns (see :meth:`_function_result`); under no_grad, what it
+        computes has no graph, whatever its body was found to return where it is defined."""
+        returned = self._function_result(function, klass, info, self_value)
+        return returned if self.ctx.grad_enabled else _graphless(returned, info.node)
+
+    def _function_result(
+        self,
+        function: ast.FunctionDef | ast.AsyncFunctionDef,
+        klass: ClassInfo | None,
+        info: CallInfo,
+        self_value: Value = None,
+    ) -> Value:
         """The value a call of the file's own function or method returns, evaluated for the call's arguments.
 
         The body was evaluated once where it is defined, with unknown parameters; a call that knows something
@@ -135,7 +151,7 @@ class UserFunctionsMixin(InterpreterBase):
             return generic
         if not any(v is not None for v in given.values()) and not self._instance_arguments(self_value):
             return generic  # the call says nothing the first evaluation did not know
-        key = (function, self_value, tuple(given.items()))
+        key = (function, self_value, tuple(given.items()), self.ctx.grad_enabled, self.ctx.autocast)
         try:
             if key in self._specialised:
                 return self._specialised[key]
@@ -194,8 +210,9 @@ class UserFunctionsMixin(InterpreterBase):
         if self._depth >= _MAX_DEPTH or function in self._active or self._budget <= 0:
             return generic
         self._budget -= 1
-        saved = (self.ctx.values, self.ctx.calls, self.ctx.call_site, self._attribute_sink)
+        saved = (self.ctx.values, self.ctx.calls, self.ctx.call_site, self._attribute_sink, self.joined_values)
         self.ctx.values, self.ctx.calls = _Overlay(self.ctx.values), _Overlay(self.ctx.calls)
+        self.joined_values = {}  # what this call's evaluation proves, over its loops' iterations
         self._attribute_sink = sink
         if self.ctx.call_site is None and call is not None:
             self.ctx.call_site = Origin(call, _call_site_description(given))
@@ -212,8 +229,20 @@ class UserFunctionsMixin(InterpreterBase):
             self._active.pop()
             self._depth -= 1
             if self.call_values is not None:
-                self._collect(self.ctx.values)
-            self.ctx.values, self.ctx.calls, self.ctx.call_site, self._attribute_sink = saved
+                self._collect(self.joined_values)
+            self.ctx.values, self.ctx.calls, self.ctx.call_site, self._attribute_sink, self.joined_values = saved
+
+
+def _graphless(value: Value, call: ast.AST) -> Value:
+    """A function's result computed under no_grad: its tensors have no graph, except a leaf that requires grad
+    (a parameter the function hands back as it is)."""
+    if isinstance(value, TensorValue):
+        if value.requires_grad is False or value.is_leaf is True:
+            return value
+        return value.with_(requires_grad=False, is_leaf=True, no_graph=Origin(call, "在无梯度模式下算出"))
+    if isinstance(value, TupleValue):
+        return TupleValue(tuple(_graphless(item, call) for item in value.items))
+    return value
 
 
 class _Overlay(dict):

@@ -141,6 +141,7 @@ class Context:
         self.function: ast.FunctionDef | ast.AsyncFunctionDef | None = None
         self.klass: ClassInfo | None = None
         self.grad_enabled = True
+        self.autocast = False  # inside ``with torch.autocast(...)``: operations may compute in a lower precision
         # What the interpreter learns about the whole file: its classes by name, and the shape problems it found
         # at a node, as (kind, message), which the shape rules report.
         self.classes: dict[str, ClassInfo] = {}
