@@ -46,6 +46,56 @@ from torchls.core.values import (
     parse_device,
 )
 
+
+def _default_memory_format(info: CallInfo) -> bool:
+    """No ``memory_format=``, or ``torch.contiguous_format``: the result is laid out row-major as usual."""
+    if "memory_format" not in info.kwargs:
+        return True
+    return _literal(info.kwargs["memory_format"]) == "torch.contiguous_format"
+
+
+def _requires_grad_with_arguments(tensor: TensorValue, info: CallInfo) -> bool | None:
+    """An op on ``tensor`` and the tensors passed to it (``zeros.scatter(1, idx, vals)``) requires grad where any
+    of them does; it does not where none does and every argument is known; else unknown."""
+    grads = [tensor.requires_grad]
+    for value in [*info.args, *info.kwargs.values()]:
+        if isinstance(value, TensorValue):
+            grads.append(value.requires_grad)
+        elif value is None:
+            grads.append(None)  # an argument the analysis cannot read may be a tensor that requires grad
+    if True in grads:
+        return True
+    return False if all(g is False for g in grads) else None
+
+
+def _leaf_after_conversion(tensor: TensorValue, device: str | None, dtype: str | None) -> bool | None:
+    """``x.to(...)``/``x.double()`` is ``x`` itself when nothing changes, else a copy an operation made; where
+    either side is unknown, which one it is is unknown."""
+    if device == tensor.device and dtype == tensor.dtype:
+        return tensor.is_leaf
+    known_change = (None not in (device, tensor.device) and device != tensor.device) or (
+        None not in (dtype, tensor.dtype) and dtype != tensor.dtype
+    )
+    return False if known_change else None
+
+
+_SUMS = frozenset({"sum", "prod", "nansum"})
+
+
+def _reduced_dtype(method: str, dtype: str | None, info: CallInfo) -> str | None:
+    """The dtype of a reduction's result: ``dtype=`` if given; a sum or product of bools or integers is int64
+    (``(pred == y).sum()``); a mean or norm of integers is refused by torch; max/min keep the dtype."""
+    if "dtype" in info.kwargs:
+        given = _literal(info.kwargs["dtype"])
+        return normalize_dtype(given) if isinstance(given, str) and given.startswith("torch.") else None
+    exact = dtype in INTEGER_DTYPES or dtype == "torch.bool"
+    if method in _SUMS and exact:
+        return "torch.int64"
+    if method not in ("amax", "amin", "max", "min") and exact:
+        return None
+    return dtype
+
+
 _COMPARISON_METHODS = frozenset(
     "eq ne lt le gt ge greater less greater_equal less_equal not_equal isnan isinf isfinite logical_not".split()
 )
@@ -123,6 +173,8 @@ class TensorMethodsMixin(InterpreterBase):
                 return None
             return self._permuted(tensor, list(range(len(tensor.shape)))[::-1], node)
         if method == "contiguous":
+            if not _default_memory_format(info):  # contiguous(memory_format=torch.channels_last)
+                return tensor.with_(contiguous=None, strides=None, sym_strides=None, is_leaf=False)
             fresh = {"strides": None, "sym_strides": None, **layers.fresh_strides(tensor.dims)}
             return tensor.with_(contiguous=True, is_leaf=False, **fresh)
         if method in ("squeeze", "unsqueeze"):
@@ -202,7 +254,7 @@ class TensorMethodsMixin(InterpreterBase):
                 tail=tensor.tail,
                 dtype=_elementwise_dtype(method, tensor.dtype),
                 device=tensor.device,
-                requires_grad=tensor.requires_grad,
+                requires_grad=_requires_grad_with_arguments(tensor, info),
                 is_leaf=tensor.is_leaf if keep_leaf else False,
                 contiguous=tensor.contiguous if keep_leaf else None,
                 strides=tensor.strides if keep_leaf else None,
@@ -281,7 +333,7 @@ class TensorMethodsMixin(InterpreterBase):
         is_index = method in ARG_REDUCTIONS
         result = TensorValue(
             shape=shape,
-            dtype="torch.int64" if is_index else tensor.dtype,
+            dtype="torch.int64" if is_index else _reduced_dtype(method, tensor.dtype, info),
             device=tensor.device,
             requires_grad=None if is_index else tensor.requires_grad,
             is_leaf=False,
@@ -318,10 +370,12 @@ class TensorMethodsMixin(InterpreterBase):
                 else:
                     device = None  # a variable we cannot read: the device is unknown
         requires_grad = tensor.requires_grad
+        if not _default_memory_format(info):  # x.to(memory_format=torch.channels_last): other strides
+            tensor = tensor.with_(contiguous=None, strides=None, sym_strides=None)
         return tensor.with_(
             device=device,
             dtype=dtype,
-            is_leaf=tensor.is_leaf if device == tensor.device else False,
+            is_leaf=_leaf_after_conversion(tensor, device, dtype),
             requires_grad=requires_grad,
         )
 
@@ -439,10 +493,15 @@ class TensorMethodsMixin(InterpreterBase):
                     return
 
     def _with_provenance(self, tensor: TensorValue, provenance: str, node: ast.AST, what: str) -> TensorValue:
+        dtype = tensor.dtype
+        given = next((k.value for k in getattr(node, "keywords", ()) if k.arg == "dtype"), None)
+        if given is not None:  # softmax(x, dim, dtype=torch.float32) computes in that dtype
+            literal = _literal(self.ctx.values.get(given))
+            dtype = normalize_dtype(literal) if isinstance(literal, str) and literal.startswith("torch.") else None
         return TensorValue(
             shape=tensor.dims,
             tail=tensor.tail,
-            dtype=tensor.dtype,
+            dtype=dtype,
             device=tensor.device,
             requires_grad=tensor.requires_grad,
             is_leaf=False,

@@ -279,8 +279,7 @@ class TorchFunctionsMixin(InterpreterBase):
             sizes = [info.kwargs["size"]] if info.has_keyword("size") else list(info.args)
             dims = _dims(sizes) if sizes else None
             shape = tuple(dims) if dims is not None and all(d is None or d >= 0 for d in dims) else None
-            if dtype is None and "set_default_dtype" not in self.ctx.source.text:
-                dtype = "torch.float32"
+            dtype = dtype or "torch.float32"  # the default dtype (see the end)
         elif short == "full":
             size = info.arg(0, "size")
             dims = _dims([size]) if size is not None else None
@@ -288,7 +287,7 @@ class TorchFunctionsMixin(InterpreterBase):
             fill = _literal(info.arg(1, "fill_value"))
             if dtype is None:  # torch.full takes its dtype from the fill value
                 dtype = "torch.bool" if isinstance(fill, bool) else "torch.int64" if isinstance(fill, int) else None
-                if isinstance(fill, float) and "set_default_dtype" not in self.ctx.source.text:
+                if isinstance(fill, float):
                     dtype = "torch.float32"
         elif short == "randint":
             size = info.arg(2, "size") if len(info.args) >= 3 else info.arg(1, "size")
@@ -338,6 +337,10 @@ class TorchFunctionsMixin(InterpreterBase):
                 device = None  # not a literal: may be a tensor, whose device the copy keeps
         elif short == "from_numpy":
             device = CPU
+        if info.has_keyword("dtype"):
+            dtype = _literal(dtype_value) if isinstance(_literal(dtype_value), str) else None  # or unknown
+        elif normalize_dtype(dtype) == "torch.float32" and _default_dtype_may_change(self.ctx.source.text):
+            dtype = None  # torch.set_default_dtype(torch.float64) somewhere in the file
         strides = shapes.contiguous_strides(shape) if shapes.known(shape) else None
         return TensorValue(
             shape=shape,
@@ -374,9 +377,19 @@ class TorchFunctionsMixin(InterpreterBase):
             device=device,
             provenance=LOSS,
             is_leaf=False,
-            requires_grad=self.ctx.grad_enabled or None,
+            # it requires grad where its input does (a model's output); a loss of plain tensors has no graph
+            requires_grad=True if self.ctx.grad_enabled and _requires_grad(source) else None,
             origin=Origin(node, "在这里计算了损失"),
         )
+
+
+def _default_dtype_may_change(text: str) -> bool:
+    """The file sets torch's default float dtype somewhere: a factory's float result may not be float32."""
+    return "set_default_dtype" in text or "set_default_tensor_type" in text
+
+
+def _requires_grad(value: Value) -> bool:
+    return isinstance(value, TensorValue) and value.requires_grad is True
 
 
 def _joined_unknown_count(short: str, item: TensorValue, info: CallInfo, count: Any = None) -> Value:

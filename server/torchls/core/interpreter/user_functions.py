@@ -123,6 +123,8 @@ class UserFunctionsMixin(InterpreterBase):
     ) -> Value:
         """The value a call of the file's own function returns (see :meth:`_function_result`); under no_grad, what it
         computes has no graph, whatever its body was found to return where it is defined."""
+        if not all(_keeps_the_function(d, self.ctx.qualify) for d in function.decorator_list):
+            return None  # @custom_op(...), @lru_cache-like wrappers of unknown code: the call is not the body's
         returned = self._function_result(function, klass, info, self_value)
         return returned if self.ctx.grad_enabled else _graphless(returned, info.node)
 
@@ -231,6 +233,41 @@ class UserFunctionsMixin(InterpreterBase):
             if self.call_values is not None:
                 self._collect(self.joined_values)
             self.ctx.values, self.ctx.calls, self.ctx.call_site, self._attribute_sink, self.joined_values = saved
+
+
+# Decorators after which calling the name still runs the body as written, with the same arguments.
+_TRANSPARENT_DECORATORS = frozenset(
+    {
+        "staticmethod",
+        "classmethod",
+        "property",
+        "functools.cached_property",
+        "torch.no_grad",
+        "torch.enable_grad",
+        "torch.inference_mode",
+        "torch.autograd.no_grad",
+        "torch.set_grad_enabled",
+        "torch.compile",
+        "torch.jit.script",
+        "torch.jit.ignore",
+        "torch.jit.unused",
+        "torch.jit.export",
+        "torch.compiler.disable",
+        "functools.cache",
+        "functools.lru_cache",
+        "functools.wraps",
+        "abstractmethod",
+        "abc.abstractmethod",
+        "override",
+        "typing.override",
+    }
+)
+
+
+def _keeps_the_function(decorator: ast.expr, qualify) -> bool:
+    target = decorator.func if isinstance(decorator, ast.Call) else decorator
+    name = qualify(target) or (target.id if isinstance(target, ast.Name) else None)
+    return name in _TRANSPARENT_DECORATORS
 
 
 def _graphless(value: Value, call: ast.AST) -> Value:
