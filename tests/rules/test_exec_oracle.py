@@ -208,6 +208,17 @@ LOOPS = {
         sparse = torch.zeros_like(scores).scatter(1, idx, vals)
         print(cl.is_contiguous(), back.is_contiguous(), sparse.requires_grad)
         """,
+    "pool_indices_and_replaced_layer.py": """
+        import torch
+        import torch.nn as nn
+
+        x = torch.arange(16.0).view(1, 1, 4, 4)
+        out, idx = nn.AdaptiveMaxPool2d((2, 2), return_indices=True)(x)
+        backbone = nn.Sequential(nn.Flatten(), nn.Linear(3 * 8 * 8, 512), nn.ReLU(), nn.Linear(512, 1000))
+        backbone[3] = nn.Linear(512, 10)
+        y = backbone(torch.randn(2, 3, 8, 8))
+        print(out.shape, y.shape)
+        """,
 }
 
 

@@ -31,6 +31,8 @@ def layer_output(module: ModuleValue, x: TensorValue, node: ast.AST) -> Value:
     """What one torch layer makes of ``x``; None when the result is not known."""
     short = module.qualname.rsplit(".", 1)[-1]
     base = {"device": x.device, "requires_grad": None, "is_leaf": False, "dtype": x.dtype}
+    if module.arg("return_indices") is not False and module.has_arg("return_indices"):
+        return None  # a max pool that returns (values, indices)
     if short in SAME_SHAPE_LAYERS:
         return TensorValue(shape=x.dims, tail=x.tail, **base)
     if short in ("Softmax", "LogSoftmax", "Sigmoid"):
@@ -231,9 +233,6 @@ def _pool_output(module: ModuleValue, x: TensorValue, base: dict) -> Value:
     trailing = x.trailing(3)
     if not (kernel and stride and padding and dilation) or trailing is None or module.arg("ceil_mode"):
         return None
-    if module.arg("return_indices") is not False and module.has_arg("return_indices"):
-        return None  # (values, indices)
-        return None
     sizes = [shapes.conv_output(trailing[1 + i], kernel[i], stride[i], padding[i], dilation[i]) for i in range(2)]
     tail = (trailing[0], *sizes)
     if x.shape is not None:
@@ -248,9 +247,6 @@ def _pool1d_output(module: ModuleValue, x: TensorValue, base: dict) -> Value:
     padding, dilation = _per_dim(module, "padding", 0, 1), _per_dim(module, "dilation", 1, 1)
     trailing = x.trailing(2)
     if not (kernel and stride and padding and dilation) or trailing is None or module.arg("ceil_mode"):
-        return None
-    if module.arg("return_indices") is not False and module.has_arg("return_indices"):
-        return None  # (values, indices)
         return None
     if x.shape is not None and len(x.shape) not in (2, 3):
         return None

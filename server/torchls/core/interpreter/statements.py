@@ -302,6 +302,9 @@ class StatementsMixin(InterpreterBase):
                 if isinstance(changed, TensorValue):
                     # x[i] = v changes values in place: same shape, but no longer what made it (softmax...).
                     env[target.value.id] = changed.with_(provenance=None, origin=None)
+                if isinstance(changed, ModuleValue):
+                    # backbone[3] = nn.Linear(512, 10): still a Sequential/ModuleList, its layers no longer known
+                    env[target.value.id] = OfClass(changed.qualname, changed.user_class)
             self._visit_rules(target)
 
     def _attribute_assigned(self, target: ast.Attribute, owner: Value, value: Value, env: Env) -> None:
