@@ -12,10 +12,10 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+from torchls.cache_files import cache_dir, write_atomically
 from torchls.core.text import Position
 from torchls.docinfo import SymbolDoc
 from torchls.hover import JediNotReady, ask_jedi, is_torch_name
-from torchls.kb.cache import cache_dir, write_atomically
 from torchls.kb.render import card_document
 from torchls.kb.schema import Entry
 from torchls.session import Session

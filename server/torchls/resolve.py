@@ -341,7 +341,7 @@ class Resolver:
         import hashlib
         import json
 
-        from torchls.kb.cache import cache_dir
+        from torchls.cache_files import cache_dir
 
         key = self._environment_key()
         digest = hashlib.sha1(key.encode("utf-8")).hexdigest()[:16]
@@ -366,7 +366,7 @@ class Resolver:
     def save_members(self) -> None:
         import json
 
-        from torchls.kb.cache import write_atomically
+        from torchls.cache_files import write_atomically
 
         if self._members_file is None:
             return

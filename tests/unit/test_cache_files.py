@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from torchls.kb.cache import write_atomically
+from torchls.cache_files import write_atomically
 
 
 def test_a_written_cache_file_holds_the_data(tmp_path):

@@ -7,8 +7,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from torchls.cache_files import cache_dir
 from torchls.kb import archive, canonical
-from torchls.kb.cache import LazyEntries, cache_dir, load_folder_cached
+from torchls.kb.cache import LazyEntries, load_folder_cached
 from torchls.kb.identity import Identity
 from torchls.kb.schema import Entry, KbError
 

@@ -8,16 +8,14 @@ cache rewritten. A cache that cannot be read or written is ignored: it only ever
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import logging
-import os
 import pickle
-import tempfile
 from collections.abc import Iterator, Mapping, MutableMapping
 from pathlib import Path
 
 from torchls import __version__
+from torchls.cache_files import cache_dir, write_atomically
 from torchls.kb.files import file_manifest
 from torchls.kb.schema import Entry, KbError
 
@@ -94,15 +92,6 @@ class LazyEntries(MutableMapping[str, Entry]):
                 del self.aliases[alias]
 
 
-def cache_dir() -> Path:
-    """``$TORCHLS_CACHE_DIR``, else ``$XDG_CACHE_HOME/torchls``, else ``~/.cache/torchls``."""
-    explicit = os.environ.get("TORCHLS_CACHE_DIR")
-    if explicit:
-        return Path(explicit)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "torchls"
-
-
 def _cache_file(root: Path) -> Path:
     digest = hashlib.sha1(str(root.resolve()).encode("utf-8")).hexdigest()[:16]
     return cache_dir() / f"kb-{digest}.pickle"
@@ -132,22 +121,3 @@ def load_folder_cached(root: Path) -> tuple[LazyEntries, list[KbError]]:
 
 def _write(path: Path, payload: dict) -> None:
     write_atomically(path, pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL), "knowledge cache")
-
-
-def write_atomically(path: Path, data: bytes, what: str) -> bool:
-    """Write a cache file whole or not at all: a concurrent reader never sees half a file, and a full disk
-    leaves no partial temporary file behind. A failure is logged, never raised: caches are optional."""
-    temporary: str | None = None
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile("wb", dir=path.parent, delete=False, suffix=".tmp") as stream:
-            temporary = stream.name
-            stream.write(data)
-        os.replace(temporary, path)
-        return True
-    except OSError as error:
-        log.info("could not write the %s %s: %s", what, path, error)
-        if temporary is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(temporary)
-        return False

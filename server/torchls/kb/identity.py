@@ -25,7 +25,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from torchls.kb.cache import cache_dir, write_atomically
+from torchls.cache_files import cache_dir, write_atomically
 
 log = logging.getLogger(__name__)
 

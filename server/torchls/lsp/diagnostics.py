@@ -16,9 +16,9 @@ from concurrent.futures import ThreadPoolExecutor
 from lsprotocol import types
 
 from torchls import memory
+from torchls.cache_files import cache_dir
 from torchls.core.findings import Finding
 from torchls.core.text import SourceText, Span
-from torchls.kb.cache import cache_dir
 from torchls.lsp.notebook_cells import notebook_of
 from torchls.lsp.server import TorchLanguageServer
 
