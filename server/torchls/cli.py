@@ -131,17 +131,22 @@ def _configure_logging(verbose: int, log_file: str | None) -> None:
 
 
 def _serve(tcp: str | None) -> int:
-    from torchls.lsp.server import create_server
-
-    server = create_server()
     if tcp:
         host, _, port = tcp.rpartition(":")
         if not host or not port.isdigit():
             print(f"torchls: --tcp 需要 HOST:PORT 格式，例如 127.0.0.1:2087，实际是 {tcp!r}", file=sys.stderr)
             return 2
-        server.start_tcp(host, int(port))
-    else:
-        server.start_io()
+        from torchls.lsp.server import create_server
+
+        create_server().start_tcp(host, int(port))
+        return 0
+    from torchls.lsp.early_initialize import answer_early
+
+    # before pygls is imported: a repeated ``initialize`` is answered from the last start's answer
+    stdin, stdout = answer_early(sys.stdin.buffer, sys.stdout.buffer)
+    from torchls.lsp.server import create_server
+
+    create_server().start_io(stdin, stdout)
     return 0
 
 
