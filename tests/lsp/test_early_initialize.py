@@ -139,11 +139,13 @@ def test_other_parameters_get_their_own_answer(tmp_path):
     cache, root = tmp_path / "cache", tmp_path / "project"
     root.mkdir()
 
-    def answer(encoding: str) -> list[dict]:
+    def answer(encoding: str, folder: Path = root) -> list[dict]:
         capabilities = {"general": {"positionEncodings": [encoding]}}
-        return _answers(_session(command, cache, root, capabilities, check=False), 1)
+        return _answers(_session(command, cache, folder, capabilities, check=False), 1)
 
-    utf16, utf8, again = answer("utf-16"), answer("utf-8"), answer("utf-8")
+    utf16, utf8 = answer("utf-16"), answer("utf-8")
+    (tmp_path / "other").mkdir()
+    again = answer("utf-8", tmp_path / "other")  # another project, the same client: the same answer
     assert utf16[0]["result"]["capabilities"]["positionEncoding"] == "utf-16"
     assert utf8[0]["result"]["capabilities"]["positionEncoding"] == "utf-8"
     assert again == utf8

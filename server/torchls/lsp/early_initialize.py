@@ -28,8 +28,9 @@ from torchls.cache_files import cache_dir, write_atomically
 
 log = logging.getLogger(__name__)
 
-KEPT_ANSWERS = 64  # answers kept (one per workspace and client); the oldest go first
-_VOLATILE_PARAMS = ("processId", "workDoneToken")  # differ on every start, and change nothing in the answer
+KEPT_ANSWERS = 64  # answers kept (one per client and its settings); the oldest go first
+# Parameters that change nothing in the answer (the capabilities): the process, the folders opened, the token.
+_PARAMS_NOT_IN_THE_ANSWER = ("processId", "rootUri", "rootPath", "workspaceFolders", "workDoneToken")
 
 
 class ReplayingReader:
@@ -149,7 +150,7 @@ def _read_message(stream: BinaryIO) -> tuple[bytes, object]:
 def _answer_file(params: object) -> Path:
     """Where the answer to these parameters from this build is kept."""
     if isinstance(params, dict):
-        params = {key: value for key, value in params.items() if key not in _VOLATILE_PARAMS}
+        params = {key: value for key, value in params.items() if key not in _PARAMS_NOT_IN_THE_ANSWER}
     key = json.dumps([_build_fingerprint(), params], sort_keys=True, default=str)
     return cache_dir() / "initialize" / (hashlib.sha256(key.encode("utf-8")).hexdigest()[:24] + ".json")
 
