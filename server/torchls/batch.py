@@ -11,6 +11,7 @@ a valid notebook is reported and skipped like an unreadable file.
 
 from __future__ import annotations
 
+import ast
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -21,6 +22,7 @@ from torchls.core.checker import Checker
 from torchls.core.findings import Finding
 from torchls.core.fixes import apply_fixes
 from torchls.core.notebook import CellFinding, check_cells
+from torchls.core.unknowns import GiveUp
 from torchls.ipynb import InvalidNotebook, NotebookFile, read_notebook
 
 SKIPPED_FOLDERS = frozenset(
@@ -193,3 +195,23 @@ def split_codes(values: Iterable[str] | None) -> list[str]:
     for value in values or ():
         codes.extend(code.strip().upper() for code in value.split(",") if code.strip())
     return codes
+
+
+def explain_file(path: Path) -> tuple[list[GiveUp], str | None]:
+    """Where the analysis gives up in a Python file (``torchls check --explain-unknown``), or why it could not
+    look."""
+    from torchls.core.text import SourceText
+    from torchls.core.unknowns import explain_unknown
+
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except OSError as error:
+        return [], f"无法读取：{error.strerror or error}"
+    except UnicodeDecodeError:
+        return [], "不是 UTF-8 编码，已跳过"
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, MemoryError, RecursionError) as error:
+        return [], f"无法解析：{error}"
+    give_ups, failed = explain_unknown(tree, SourceText(text))
+    return give_ups, ("分析在这个文件上中途停止了，没有结果" if failed else None)

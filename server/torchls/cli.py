@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import difflib
 import logging
 import os
@@ -84,6 +85,11 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("--fix", action="store_true", help="应用安全的自动修复并写回文件")
     check.add_argument("--jobs", "-j", type=int, default=0, help="并行进程数（默认每个 CPU 核一个）")
     check.add_argument("--output", "-o", help="把报告写到这个文件而不是标准输出")
+    check.add_argument(
+        "--explain-unknown",
+        action="store_true",
+        help="不报告问题，改为列出分析放弃的地方：torch 代码用到的值在哪里变成未知、为什么（找分析的盲区用）",
+    )
 
     rules = commands.add_parser("rules", help="列出所有规则，或显示一条规则的说明")
     rules.add_argument("code", nargs="?", help="规则代码，如 TL301")
@@ -148,6 +154,37 @@ def _serve(tcp: str | None) -> int:
 
     create_server().start_io(stdin, stdout)
     return 0
+
+
+def _explain_unknown(args: argparse.Namespace) -> int:
+    """``torchls check --explain-unknown``: the give-ups of each Python file, then a summary by reason."""
+    import json
+
+    from torchls.batch import PYTHON_SUFFIXES, discover, explain_file
+    from torchls.core.unknowns import summary
+
+    if args.format == "sarif" or args.fix:
+        print("torchls: --explain-unknown 只能和 --format text 或 json 一起用，不能和 --fix 一起用", file=sys.stderr)
+        return 2
+    files, missing = discover(args.paths, PYTHON_SUFFIXES)
+    for path in missing:
+        print(f"torchls: 找不到 {path}", file=sys.stderr)
+    everything, rows, trouble = [], [], bool(missing)
+    for path in files:
+        give_ups, problem = explain_file(path)
+        if problem:
+            print(f"{path}: {problem}", file=sys.stderr)
+            trouble = True
+        everything.extend(give_ups)
+        rows.extend({"path": str(path), **dataclasses.asdict(g)} for g in give_ups)
+        if args.format == "text":
+            lines = [g.text(str(path)) for g in give_ups]
+            if lines:
+                print("\n".join(lines))
+    if args.format == "json":
+        print(json.dumps(rows, ensure_ascii=False, indent=2))
+    print(summary(everything), file=sys.stdout if args.format == "text" else sys.stderr)
+    return 2 if trouble else 0
 
 
 def _find_entry(name: str):
@@ -346,6 +383,8 @@ def _check(args: argparse.Namespace) -> int:
             f"torchls: 没有这样的规则代码或前缀：{'、'.join(unknown)}（运行 torchls rules 查看全部）", file=sys.stderr
         )
         return 2
+    if args.explain_unknown:
+        return _explain_unknown(args)
     files, missing = discover(args.paths)
     for path in missing:
         print(f"torchls: 找不到 {path}", file=sys.stderr)

@@ -42,13 +42,15 @@ def torch_class(value: Value) -> ClassOf | None:
     return None
 
 
-def file_values(values: Mapping[ast.AST, Value], called: Mapping[ast.AST, Value] | None) -> dict[ast.AST, Value]:
-    """Each name and attribute's value after an interpreter run: what every call of its function agrees on
-    (``called``), else what its body proves for any argument (``values``)."""
+def file_values(
+    values: Mapping[ast.AST, Value], called: Mapping[ast.AST, Value] | None, every_node: bool = False
+) -> dict[ast.AST, Value]:
+    """Each name and attribute's value (``every_node``: each expression's) after an interpreter run: what every
+    call of its function agrees on (``called``), else what its body proves for any argument (``values``)."""
     found: dict[ast.AST, Value] = {}
     called = called or {}
     for node in dict.fromkeys([*values, *called]):
-        if not isinstance(node, ast.Name | ast.Attribute):
+        if not every_node and not isinstance(node, ast.Name | ast.Attribute):
             continue
         value = called.get(node)
         if value is None:

@@ -31,7 +31,8 @@ class ValueAt:
 class FileValues:
     """The values of a file's names and attributes, by position (built once per document version)."""
 
-    def __init__(self, tree: ast.Module, source: SourceText) -> None:
+    def __init__(self, tree: ast.Module, source: SourceText, every_node: bool = False) -> None:
+        """``every_node``: keep the value of every expression, not only of names and attributes."""
         ctx = Context(source, file_imports(tree))
         interpreter = Interpreter(ctx, {})
         interpreter.call_values = {}
@@ -42,10 +43,13 @@ class FileValues:
             self.failed = True
             interpreter.joined_values.clear()
         self.source = source
+        self.context = ctx  # the file's tree, imports and parents, as the interpreter saw them
         self._by_line: dict[int, list[tuple[Span, ast.AST, Value]]] = {}
         # A function's names have values from the calls the file makes even where its unknown arguments gave none;
         # where the calls disagree, what the body proves for any argument still holds.
-        self._values: dict[ast.AST, Value] = file_values(interpreter.joined_values, interpreter.call_values)
+        self._values: dict[ast.AST, Value] = file_values(
+            interpreter.joined_values, interpreter.call_values, every_node=every_node
+        )
         for node, value in self._values.items():
             if not _worth_showing(value):
                 continue
