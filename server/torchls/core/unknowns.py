@@ -137,7 +137,9 @@ class _Tracer:
             if not isinstance(node, ast.Call):
                 continue
             func = node.func
-            inputs: list[ast.expr] = [*node.args, *(k.value for k in node.keywords)]
+            inputs: list[ast.expr] = list(node.args)
+            if _lacking(self.value(node)):  # a keyword (``generator=g``, ``dtype=...``) counts where it cost the result
+                inputs += [k.value for k in node.keywords]
             qualname = self.ctx.qualify(func)
             callee = self.value(func)
             receiver = self.value(func.value) if isinstance(func, ast.Attribute) else None
@@ -276,6 +278,8 @@ class _Tracer:
                 found = self.give_up(argument, depth + 1, seen)
                 if found is not None:
                     return found
+            if callee.user_class is not None:
+                return node, "user-function", f"{callee.user_class}.forward"
             return node, "unmodelled-call", f"{_described(callee)} 的调用"
         if isinstance(func, ast.Name) and func.id in _BUILTINS and not self._bound_anywhere(func.id):
             return node, "outside-torch", f"builtins.{func.id}"
