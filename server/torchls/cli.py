@@ -109,10 +109,13 @@ def _parser() -> argparse.ArgumentParser:
 
 # What pygls reports as a warning but is part of a normal session: a ``$/cancelRequest`` for a request already
 # answered (editors cancel hovers and completions all the time), a client's answer after the request was cancelled.
+# And a message whose params do not fit: the server answers it with -32602 (lsp/server.py), so pygls's traceback
+# of the failed conversion says nothing more.
 _EXPECTED_EVENTS = (
     "Cancel notification for unknown message id",
     "Received response to unknown message id",
     "Ignoring notification for unknown method '$/",
+    "Unable to deserialize message",
 )
 
 
@@ -124,7 +127,7 @@ class _ExpectedEventsAtDebug(logging.Filter):
         self.level = level
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if record.levelno > logging.DEBUG and str(record.msg).startswith(_EXPECTED_EVENTS):
+        if record.levelno > logging.DEBUG and record.getMessage().startswith(_EXPECTED_EVENTS):
             record.levelno, record.levelname = logging.DEBUG, "DEBUG"
         return record.levelno >= self.level
 

@@ -128,6 +128,23 @@ class RunExampleSettings:
     )
 
 
+def _unusable_path(raw: str) -> str | None:
+    """Why ``raw`` cannot name a folder on this system (a NUL, a lone surrogate, ``~user`` of no such user)."""
+    import os
+    from pathlib import Path
+
+    try:
+        os.fsencode(raw)
+        if "\x00" in raw:
+            raise ValueError
+        Path(raw).expanduser()
+    except (ValueError, UnicodeError):
+        return f"{raw!r} 不是有效的路径"
+    except RuntimeError:  # expanduser: no home directory for that user
+        return f"{raw!r} 中的 ~ 无法展开（没有这个用户或主目录）"
+    return None
+
+
 @attrs.frozen
 class Settings:
     """Everything the server reads from the client."""
@@ -138,7 +155,11 @@ class Settings:
     )
     knowledge_paths: tuple[str, ...] = attrs.field(
         default=(),
-        metadata={"key": "knowledgePaths", "doc": "额外的知识库目录，覆盖或补充内置条目"},
+        metadata={
+            "key": "knowledgePaths",
+            "doc": "额外的知识库目录，覆盖或补充内置条目",
+            "check": lambda paths: next(filter(None, map(_unusable_path, paths)), None),
+        },
     )
     diagnostics: DiagnosticsSettings = attrs.field(
         factory=DiagnosticsSettings, metadata={"key": "diagnostics", "doc": "诊断（避坑检查）"}

@@ -178,3 +178,28 @@ async def start_server(command: list[str], env: dict[str, str], cwd: Path | None
     client = _recording_client()
     await client.start_io(*command, env=env, cwd=cwd)
     return client
+
+
+def frame(message: dict) -> bytes:
+    """A JSON-RPC message as it goes over stdio."""
+    import json
+
+    body = json.dumps(message).encode("utf-8")
+    return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+
+def read_message(stream) -> dict:
+    """The next message the server wrote on ``stream`` (raw bytes, so nothing the server writes is hidden)."""
+    import json
+
+    length = None
+    while True:
+        line = stream.readline()
+        assert line, "the server closed its output"
+        if not line.strip():
+            break
+        name, _, value = line.decode("ascii").partition(":")
+        if name.lower() == "content-length":
+            length = int(value)
+    assert length is not None
+    return json.loads(stream.read(length))

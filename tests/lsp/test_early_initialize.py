@@ -12,29 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.lsp.helpers import LAUNCHERS
+from tests.lsp.helpers import LAUNCHERS, frame, read_message
 from torchls.lsp.early_initialize import ReplayingReader
 
 BUGGY = "import torch\nimport torch.nn as nn\n# 中文注释 😀\nfc = nn.Linear(512, 10)\ny = fc(torch.randn(32, 500))\n"
-
-
-def _frame(message: dict) -> bytes:
-    body = json.dumps(message).encode("utf-8")
-    return b"Content-Length: %d\r\n\r\n" % len(body) + body
-
-
-def _read(stream) -> dict:
-    length = None
-    while True:
-        line = stream.readline()
-        assert line, "the server closed its output"
-        if not line.strip():
-            break
-        name, _, value = line.decode("ascii").partition(":")
-        if name.lower() == "content-length":
-            length = int(value)
-    assert length is not None
-    return json.loads(stream.read(length))
 
 
 def _session(
@@ -55,10 +36,10 @@ def _session(
 
     def until(done) -> dict:
         while True:
-            message = _read(server.stdout)
+            message = read_message(server.stdout)
             received.append(message)
             if "method" in message and "id" in message:  # a request from the server: answer it emptily
-                server.stdin.write(_frame({"jsonrpc": "2.0", "id": message["id"], "result": None}))
+                server.stdin.write(frame({"jsonrpc": "2.0", "id": message["id"], "result": None}))
                 server.stdin.flush()
             if done(message):
                 return message
@@ -67,19 +48,19 @@ def _session(
         uri = (root / "model.py").as_uri()
         server.stdin.write(first)
         params = {"processId": os.getpid(), "rootUri": root.as_uri(), "capabilities": capabilities}
-        server.stdin.write(_frame({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params}))
+        server.stdin.write(frame({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params}))
         server.stdin.flush()
         until(lambda m: m.get("id") == 1 and "method" not in m)
         opened = {"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": BUGGY}}
-        server.stdin.write(_frame({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
-        server.stdin.write(_frame({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": opened}))
+        server.stdin.write(frame({"jsonrpc": "2.0", "method": "initialized", "params": {}}))
+        server.stdin.write(frame({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": opened}))
         server.stdin.flush()
         if check:
             until(lambda m: m.get("method") == "textDocument/publishDiagnostics" and m["params"]["diagnostics"])
-        server.stdin.write(_frame({"jsonrpc": "2.0", "id": 2, "method": "shutdown"}))
+        server.stdin.write(frame({"jsonrpc": "2.0", "id": 2, "method": "shutdown"}))
         server.stdin.flush()
         until(lambda m: m.get("id") == 2 and "method" not in m)
-        server.stdin.write(_frame({"jsonrpc": "2.0", "method": "exit"}))
+        server.stdin.write(frame({"jsonrpc": "2.0", "method": "exit"}))
         server.stdin.close()
         assert server.wait(timeout=30) == 0
     finally:
@@ -163,7 +144,7 @@ def test_a_broken_kept_answer_or_another_first_message_costs_nothing(tmp_path):
     assert _answers(_session(command, cache, root, capabilities, check=False), 1) == answer
     assert json.loads(kept.read_text()) == answer[0]["result"]
     # a notification before initialize: nothing is answered early, pygls reads both messages
-    note = _frame({"jsonrpc": "2.0", "method": "$/setTrace", "params": {"value": "off"}})
+    note = frame({"jsonrpc": "2.0", "method": "$/setTrace", "params": {"value": "off"}})
     received = _session(command, cache, root, capabilities, first=note)
     assert _answers(received, 1) == answer
     assert "TL101" in _diagnostic_codes(received)

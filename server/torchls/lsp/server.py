@@ -5,14 +5,16 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
+import logging
 import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from lsprotocol import types
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
-from pygls.protocol import LanguageServerProtocol
+from pygls.protocol import JsonRPCNotification, LanguageServerProtocol
 
 from torchls import __version__
 from torchls.core.text import Encoding, Position, SourceText, Span
@@ -24,6 +26,7 @@ if TYPE_CHECKING:  # the session and the analysis it holds are imported after `i
     from torchls.settings import Settings
 
 F = TypeVar("F", bound=Callable)
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,12 +55,39 @@ class EncodedResult:
         self.json = json_text
 
 
+# What a message that could not be read becomes: a notification for a method nobody handles ("$/" ones are ignored).
+_IGNORED = JsonRPCNotification(method="$/torchls/unreadable", jsonrpc="2.0", params=None)
+
+
+def _first_line(error: BaseException) -> str:
+    """cattrs's validation errors carry their causes as sub-exceptions; the innermost says what did not fit."""
+    while getattr(error, "exceptions", None):  # an exception group (Python 3.10 has only the backport's)
+        error = error.exceptions[0]  # type: ignore[attr-defined]
+    return (str(error).strip().splitlines() or [type(error).__name__])[0][:200]
+
+
 class _Protocol(LanguageServerProtocol):
     """pygls's protocol, sending an :class:`EncodedResult` as it is rather than converting and encoding it."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._writes: set[asyncio.Future] = set()  # asynchronous writes under way (TCP), kept until done
+
+    def structure_message(self, data: dict[str, Any]) -> Any:
+        """A message whose params do not fit the method's types (a negative position, a missing field): pygls would
+        drop a request unanswered and pop up "Error in server" for a notification. A request gets ``-32602`` with
+        what did not fit; a notification is logged and ignored."""
+        try:
+            return super().structure_message(data)
+        except JsonRpcException as error:
+            if not isinstance(data, dict) or not isinstance(data.get("method"), str):
+                raise
+            cause = error.__cause__ or error
+            if "id" in data:
+                self._send_response(data["id"], error=JsonRpcInvalidParams.of(_first_line(cause)).to_response_error())
+            else:
+                log.info("ignoring %s with invalid params: %s", data["method"], _first_line(cause))
+            return _IGNORED
 
     def _send_data(self, data: Any) -> None:
         result = getattr(data, "result", None)
