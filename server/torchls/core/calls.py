@@ -23,8 +23,11 @@ from torchls.core.text import Position
 
 # Identifiers as Python reads them, Chinese included: ``神经网络.Conv2d``.
 _NAME = r"[^\W\d]\w*"
-_DOTTED_AT_END = re.compile(rf"({_NAME}(?:\.{_NAME})*)\.({_NAME})?$")
+_DOTTED_AT_END = re.compile(rf"(?<![\w.])({_NAME}(?:\.{_NAME})*)\.({_NAME})?$")  # starts only where a name does
 _PARTIAL_AFTER_DOT = re.compile(rf"\.({_NAME})?$")
+# How far back from the cursor the two patterns above look: a search anchored at the end still tries every start
+# before it, so a 100k-character line cost minutes per keystroke. No receiver people type is longer.
+_LONGEST_DOTTED = 1000
 _LOOKBACK_LINES = 40  # without statement positions: calls spanning more lines than this are rare
 _MAX_STATEMENT_LINES = 400  # a statement start further back than this is not read (a huge literal): too slow
 
@@ -350,7 +353,7 @@ def attribute_context(line_prefix: str) -> tuple[str, str] | None:
 
     Only plain dotted receivers (``torch.nn``, ``self.fc``, ``x``): anything else is for jedi.
     """
-    match = _DOTTED_AT_END.search(line_prefix)
+    match = _DOTTED_AT_END.search(line_prefix, max(0, len(line_prefix) - _LONGEST_DOTTED))
     if match is None:
         return None
     start = match.start()
@@ -363,7 +366,7 @@ def attribute_context(line_prefix: str) -> tuple[str, str] | None:
 
 def dotted_partial(line_prefix: str) -> str | None:
     """The name being typed after a dot that follows any expression (``f(x).me``): ``"me"``; None elsewhere."""
-    match = _PARTIAL_AFTER_DOT.search(line_prefix)
+    match = _PARTIAL_AFTER_DOT.search(line_prefix, max(0, len(line_prefix) - _LONGEST_DOTTED))
     if match is None or _inside_string_or_comment(line_prefix[: match.start()]):
         return None
     before = line_prefix[: match.start()].rstrip()
