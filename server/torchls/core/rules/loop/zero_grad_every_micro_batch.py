@@ -264,15 +264,15 @@ def _helper_scales(
     """``call`` runs a module-level function of the file that divides something by N: the same module-level name
     ``wanted`` (``global_divisor``), or a parameter the call binds to N: an argument spelled ``wanted`` in the
     loop's own call, or one of the caller's parameters ``holding`` N in a nested one."""
-    if depth <= 0 or not isinstance(call.func, ast.Name):
+    if depth <= 0:
         return False
     if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
         return False
-    definitions = flow.bindings(ctx.tree, call.func.id, ctx)
-    if len(definitions) != 1 or not isinstance(definitions[0], ast.FunctionDef):
+    function = _called_function(call, ctx)
+    if function is None:
         return False
-    function = definitions[0]
-    parameters = [a.arg for a in [*function.args.posonlyargs, *function.args.args]]
+    method = isinstance(call.func, ast.Attribute)
+    parameters = [a.arg for a in [*function.args.posonlyargs, *function.args.args]][1 if method else 0 :]
     passed = dict(zip(parameters, call.args, strict=False))
     passed.update({k.arg: k.value for k in call.keywords if k.arg is not None})
     spelled = {
@@ -292,9 +292,28 @@ def _helper_scales(
                 right.id in spelled or (global_divisor and right.id == wanted and _global_name(right.id, function, ctx))
             ):
                 return True
+            if method and wanted.startswith("self.") and ctx.text(right) == wanted:
+                return True  # `return loss / self.args.accum_steps` in a method the loop calls on the same self
         if isinstance(inner, ast.Call) and _helper_scales(inner, wanted, global_divisor, ctx, depth - 1, spelled):
             return True  # a helper of the helper
     return False
+
+
+def _called_function(call: ast.Call, ctx: Context) -> ast.FunctionDef | None:
+    """The definition ``call`` runs: a module-level function of the file (``micro_loss(...)``), or a method of the
+    class around the call, called on ``self`` (``self.compute_loss(...)``)."""
+    func = call.func
+    if isinstance(func, ast.Name):
+        definitions = flow.bindings(ctx.tree, func.id, ctx)
+        found = definitions[0] if len(definitions) == 1 else None
+        return found if isinstance(found, ast.FunctionDef) else None
+    if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self"):
+        return None
+    klass = next((a for a in control_flow.ancestors(call, ctx.parents()) if isinstance(a, ast.ClassDef)), None)
+    if klass is None:
+        return None
+    methods = [s for s in klass.body if isinstance(s, ast.FunctionDef) and s.name == func.attr]
+    return methods[0] if len(methods) == 1 else None
 
 
 def _alternates(stepped: list[ast.Call], steps: dict[str, list[ast.Call]], ctx: Context) -> bool:
