@@ -40,6 +40,9 @@ from torchls.core.values import (
 
 # Methods that change a dict in place: afterwards its keys and values are not what the code spelled out.
 _DICT_MUTATORS = frozenset({"update", "setdefault", "pop", "popitem", "clear"})
+# Methods that change a list's items or length in ways the interpreter does not follow (append and extend of a
+# list whose items are known are followed: _grow_list).
+_LIST_MUTATORS = frozenset({"append", "extend", "insert", "pop", "remove", "clear", "sort", "reverse"})
 
 # max(x) is one tensor, max(x, 1) a (values, indices) pair: neither a tensor nor a sequence for certain.
 _ONE_OR_PAIR = frozenset({"max", "min", "median", "nanmedian"})
@@ -141,6 +144,9 @@ class CallsMixin(InterpreterBase):
                 return self._user_method(receiver, info, env)
             if isinstance(receiver, TupleValue) and info.method in ("append", "extend"):
                 self._grow_list(receiver, info, env)
+            elif isinstance(receiver, TupleValue | SequenceOf) and info.method in _LIST_MUTATORS:
+                self._forget_list(info, env)  # out.insert(0, g), xs.pop(): its items or length are no longer known
+                return None
             if isinstance(receiver, DictValue) and info.method in _DICT_MUTATORS:
                 if isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name):
                     env[node.func.value.id] = None  # cfg.update(...): its keys and values are no longer known
@@ -268,6 +274,15 @@ class CallsMixin(InterpreterBase):
             "argparse", (("defaults", defaults.with_item(dest, default)),), parser.origin
         )
         return None
+
+    def _forget_list(self, info: CallInfo, env: Env) -> None:
+        func = info.node.func
+        if not isinstance(func, ast.Attribute):
+            return
+        if isinstance(func.value, ast.Name):
+            env[func.value.id] = None
+        elif (sink := self._init_attribute_sink(func.value)) is not None:
+            sink[func.value.attr] = None  # type: ignore[attr-defined]
 
     def _grow_list(self, items: TupleValue, info: CallInfo, env: Env) -> None:
         """``layers.append(block)``: the name now holds one more known item (unknown when the argument is)."""

@@ -341,12 +341,16 @@ class TorchFunctionsMixin(InterpreterBase):
             dtype = _literal(dtype_value) if isinstance(_literal(dtype_value), str) else None  # or unknown
         elif normalize_dtype(dtype) == "torch.float32" and _default_dtype_may_change(self.ctx.source.text):
             dtype = None  # torch.set_default_dtype(torch.float64) somewhere in the file
-        strides = shapes.contiguous_strides(shape) if shapes.known(shape) else None
+        # from_numpy (and as_tensor of an array) shares the array's memory: a sliced array (windows[:, :-1]) gives
+        # a tensor that is not contiguous. The others allocate a fresh, contiguous tensor.
+        given = info.args[0] if info.args else None
+        shares_memory = short == "from_numpy" or (short == "as_tensor" and not isinstance(given, TensorValue))
+        strides = shapes.contiguous_strides(shape) if shapes.known(shape) and not shares_memory else None
         return TensorValue(
             shape=shape,
             dtype=normalize_dtype(dtype),
             device=device,
-            contiguous=True,
+            contiguous=None if shares_memory else True,
             strides=strides,
             requires_grad=requires_grad,
             is_leaf=True,
