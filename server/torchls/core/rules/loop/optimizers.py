@@ -232,14 +232,17 @@ def distinct_modules(a: ast.expr, b: ast.expr, ctx: Context) -> bool:
         return False
     if ctx.analysis(ModuleSurgery).found:
         return False  # layers attached after construction: what a module holds is no longer what it was built with
+    # Two names each bound once to its own call that builds new layers (``generator = mlp(8, 2)``,
+    # ``G, D = mlp(8, 2), mlp(2, 1)``): whatever those calls build, they build it anew. Asked first: two calls of
+    # one factory give layers made by the same lines of code, which the parts below cannot tell apart.
+    call_a, call_b = _fresh_instance(a, ctx), _fresh_instance(b, ctx)
+    if call_a is not None and call_b is not None and call_a is not call_b:
+        return True
     parts_a, parts_b = _parts(ctx.value(a), ctx), _parts(ctx.value(b), ctx)
     if parts_a is not None and parts_b is not None:
         return not parts_a & parts_b
-    # Two names each bound once to its own call that builds new layers (``generator = mlp(8, 2)``,
-    # ``G, D = Generator(), Critic()``): whatever those calls build, they build it anew.
-    call_a, call_b = _fresh_instance(a, ctx), _fresh_instance(b, ctx)
     if call_a is not None and call_b is not None:
-        return call_a is not call_b
+        return False  # one call bound to both names
     return _distinct_attributes(a, b, ctx)
 
 
