@@ -55,7 +55,11 @@ class EvalWithoutModelEval(Rule):
         self._reported: set[tuple[int, str]] = set()  # (id of the scope, model name): reported once per scope
 
     def visit(self, node: ast.Call, ctx: Context) -> None:
-        if not isinstance(node.func, ast.Name) or ctx.grad_enabled or flow.grad_mode(node, ctx) != flow.DISABLED:
+        if not isinstance(node.func, ast.Name) or ctx.grad_enabled:
+            return
+        # Under no_grad here, or in a method evaluated for a call made under no_grad (a Lightning-style
+        # ``validation_step`` that calls ``self(x)``, run by a loop inside ``with torch.no_grad()``).
+        if flow.grad_mode(node, ctx) != flow.DISABLED and ctx.call_site is None:
             return
         if not flow.file_mentions(ctx, "no_grad", "inference_mode", "set_grad_enabled"):
             return
@@ -78,7 +82,12 @@ class EvalWithoutModelEval(Rule):
         kinds = sorted({kind for kind, _ in layers})
         shown = "、".join(f"`{k}`" for k in kinds[:3])
         message = f"在无梯度模式下调用 `{name}` 做推理，但从没调用 `{name}.eval()`：其中的 {shown} 仍按训练模式工作"
-        if flow.is_parameter(scope, name):
+        if name == "self":
+            message = (
+                f"这个方法在无梯度模式下被调用来推理，模型（`self`）却还在训练模式：调用方没有先调用 `.eval()`，"
+                f"其中的 {shown} 仍按训练模式工作"
+            )
+        elif flow.is_parameter(scope, name):
             message = (
                 f"传进来的 `{name}` 还在训练模式（调用方没有把它切换到 eval 模式），这里在无梯度模式下用它推理，"
                 f"却没有先 `{name}.eval()`：其中的 {shown} 仍按训练模式工作"
