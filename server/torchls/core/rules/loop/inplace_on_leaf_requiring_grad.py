@@ -67,6 +67,7 @@ class InplaceOnLeafRequiringGrad(Rule):
             return
         found = _inplace_target(node)
         if found is None:
+            self._layer_parameter(node, ctx)
             return
         name, operation, where = found
         value = ctx.value(name)
@@ -83,6 +84,40 @@ class InplaceOnLeafRequiringGrad(Rule):
         what = "模型参数" if kind == "parameter" else "需要梯度的叶子张量"
         message = f"`{name.id}` 是{what}，梯度开启时对它做原地操作 `{operation}` 会报 RuntimeError"
         ctx.report(where, message)
+
+    def _layer_parameter(self, node: ast.AST, ctx: Context) -> None:
+        """``self.logvar.bias.fill_(-3.0)`` in ``__init__``, ``fc.weight += x``: an in-place change of a torch
+        layer's own ``weight``/``bias`` (leaf parameters that require grad) while grad is on. Only where nothing
+        in the scope touches ``requires_grad`` (freezing the layer first would make it legal)."""
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            receiver, method = node.func.value, node.func.attr
+            if not method.endswith("_") or method.startswith("_") or method in _ALLOWED_INPLACE:
+                return
+            operation, where = f"{method}()", node
+        elif isinstance(node, ast.AugAssign):
+            receiver, operation, where = node.target, _OPERATORS.get(type(node.op), "+="), node.target
+        else:
+            return
+        if not (isinstance(receiver, ast.Attribute) and receiver.attr in ("weight", "bias")):
+            return
+        layer = ctx.value(receiver.value)
+        if not (isinstance(layer, ModuleValue) and layer.user_class is None and layer.qualname.startswith("torch.nn.")):
+            return
+        if _leaf_kind(ctx.value(receiver)) is None or not ctx.grad_enabled:
+            return
+        if flow.grad_mode(node, ctx) not in (flow.ENABLED, flow.CALLER):
+            return
+        scope = flow.scope_of(node, ctx)
+        if any(
+            isinstance(n, ast.Attribute | ast.keyword)
+            and "requires_grad" in ((getattr(n, "attr", None) or getattr(n, "arg", None)) or "")
+            for n in control_flow.scope_nodes(scope)
+        ):
+            return
+        if flow.grad_mode(node, ctx) == flow.CALLER and _called_without_grad(scope, ctx):
+            return
+        text = ctx.text(receiver)
+        ctx.report(where, f"`{text}` 是模型参数，梯度开启时对它做原地操作 `{operation}` 会报 RuntimeError")
 
 
 def _inplace_target(node: ast.AST) -> tuple[ast.Name, str, ast.AST] | None:
