@@ -497,6 +497,8 @@ def _served_by_index(class_name: str, attribute: str, ctx: Context) -> bool:
     if len(returns) != 1 or returns[0] is None:
         return False
     served = returns[0].elts if isinstance(returns[0], ast.Tuple) else [returns[0]]
+    if isinstance(returns[0], ast.Dict) and None not in returns[0].keys:  # {"x": self.x[i], "y": self.labels[i]}
+        served = returns[0].values
     if (
         _counted_by(klass, attribute)  # type: ignore[arg-type]
         and not bindings(getitem, parameters[1])
