@@ -166,7 +166,7 @@ def _containers(methods: list[ast.FunctionDef | ast.AsyncFunctionDef]) -> dict[s
                         and isinstance(part.value, ast.Name)
                         and part.value.id == me
                     ):
-                        assigned.setdefault(part.attr, []).append((part, value if part is target else None))
+                        assigned.setdefault(part.attr, []).append((part, _part_value(part, target, value)))
     found = {}
     for attribute, places in assigned.items():
         if len(places) != 1:
@@ -176,6 +176,23 @@ def _containers(methods: list[ast.FunctionDef | ast.AsyncFunctionDef]) -> dict[s
         if container is not None:
             found[attribute] = container
     return found
+
+
+def _part_value(part: ast.Attribute, target: ast.expr, value: ast.expr | None) -> ast.expr | None:
+    """What ``part`` of an assignment's target is given: the whole value, or the matching element of a tuple
+    display (``self.down, self.up = [], []``)."""
+    if part is target:
+        return value
+    if (
+        isinstance(target, ast.Tuple | ast.List)
+        and isinstance(value, ast.Tuple | ast.List)
+        and len(target.elts) == len(value.elts)
+        and not any(isinstance(e, ast.Starred) for e in (*target.elts, *value.elts))
+    ):
+        for element, given in zip(target.elts, value.elts, strict=True):
+            if element is part:
+                return given
+    return None
 
 
 def _container(attribute: str, target: ast.Attribute, value: ast.expr | None) -> _Container | None:
