@@ -34,9 +34,9 @@ def test_a_clean_program_gets_no_finding(program):
 
 # 276 of 280 on 2026-12-02. Before any tuning on them the blind sets scored h_i_ 19/26 (73%), h_j_ 26/26,
 # h_k_ 19/24 (79%), and (2026-12-07) h_l_ 7/20 (35%: trainers, GANs, VAEs, diffusion, RL, Lightning-style, written
-# as longer programs) and h_m_ 21/22 (95%: short snippets); 0 false alarms on their clean programs. With them the
-# corpus is at 305 of 322 (95%).
-RECALL_FLOOR = 0.94
+# as longer programs) and h_m_ 21/22 (95%: short snippets); 0 false alarms on their clean programs. After general
+# fixes found with L (TL403, TL404, TL405, TL414, TL416, TL417) the corpus is at 309 of 322 (96%), L at 12/20.
+RECALL_FLOOR = 0.955
 
 
 def test_every_expected_code_is_a_rule():
