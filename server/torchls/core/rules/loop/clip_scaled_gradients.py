@@ -58,7 +58,7 @@ class ClipScaledGradients(Rule):
         if not flow.file_mentions(ctx, "clip_grad") or ctx.qualify(node.func) not in _CLIPS:
             return
         scope = flow.scope_of(node, ctx)
-        calls = [n for n in control_flow.scope_nodes(scope) if isinstance(n, ast.Call)]
+        calls = flow.scope_calls(scope, ctx)
         backwards = [
             (call, scaler)
             for call in flow.step_window(node, calls, ctx)

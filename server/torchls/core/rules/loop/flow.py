@@ -216,8 +216,16 @@ def is_parameter(scope: Scope, name: str) -> bool:
     return any(a is not None and a.arg == name for a in every)
 
 
-def scopes_sharing(scope: Scope, name: str) -> list[Scope]:
-    """``scope`` and the functions nested in it that see its ``name`` (they do not bind a name of their own)."""
+def scopes_sharing(scope: Scope, name: str, ctx: Context | None = None) -> list[Scope]:
+    """``scope`` and the functions nested in it that see its ``name`` (they do not bind a name of their own);
+    with ``ctx``, remembered per scope and name for the file."""
+    if ctx is not None:
+        cache = ctx.analysis(SharedScopes).by_key
+        key = (scope, name)
+        found = cache.get(key)
+        if found is None:
+            found = cache[key] = scopes_sharing(scope, name)
+        return found
     found: list[Scope] = [scope]
     for node in ast.walk(scope):
         if node is scope or not isinstance(node, FUNCTIONS):
@@ -350,26 +358,65 @@ def step_window(node: ast.AST, calls: list[ast.Call], ctx: Context) -> list[ast.
     """The calls that run in the same training step before ``node``: in the innermost loop around ``node`` (or
     its scope), after the last ``.step(...)`` before it, and not in a branch that excludes ``node``."""
     loop = enclosing_loop(node, ctx)
+    # Inside the loop by source range: the same as walking up the parents, without walking (a long file has many
+    # steps, each asking about every call).
+    start, end = (position(loop), end_position(loop)) if loop is not None else ((0, 0), (1 << 62, 0))
+    here = position(node)
     after = (0, 0)
     for call in calls:
         func = call.func
         if (
             isinstance(func, ast.Attribute)
             and func.attr == "step"
-            and end_position(call) <= position(node)
-            and (loop is None or is_inside(call, loop, ctx))
+            and end_position(call) <= here
+            and start <= position(call)
+            and end_position(call) <= end
         ):
             after = max(after, end_position(call))
     return sorted(
         (
             c
             for c in calls
-            if after <= position(c) < position(node)
-            and (loop is None or is_inside(c, loop, ctx))
-            and not exclusive(c, node, ctx)
+            if max(after, start) <= position(c) < here and end_position(c) <= end and not exclusive(c, node, ctx)
         ),
         key=position,
     )
+
+
+def scope_calls(scope: Scope, ctx: Context) -> list[ast.Call]:
+    """The calls of ``scope``'s own code (not of functions nested in it), listed once per scope and file."""
+    cache = ctx.analysis(ScopeCalls).by_scope
+    found = cache.get(scope)
+    if found is None:
+        found = cache[scope] = [n for n in scope_nodes(scope) if isinstance(n, ast.Call)]
+    return found
+
+
+@dataclass(slots=True)
+class ScopeCalls(Analysis):
+    by_scope: dict[ast.AST, list[ast.Call]] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class SharedScopes(Analysis):
+    by_key: dict[tuple[ast.AST, str], list[Scope]] = field(default_factory=dict)
+
+
+def name_loads(scope: Scope, ctx: Context) -> dict[str, list[ast.Name]]:
+    """The reads of each name in ``scope``'s own code, indexed once per scope and file."""
+    cache = ctx.analysis(NameLoads).by_scope
+    found = cache.get(scope)
+    if found is None:
+        found = cache[scope] = {}
+        for node in scope_nodes(scope):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+                found.setdefault(node.id, []).append(node)
+    return found
+
+
+@dataclass(slots=True)
+class NameLoads(Analysis):
+    by_scope: dict[ast.AST, dict[str, list[ast.Name]]] = field(default_factory=dict)
 
 
 def file_mentions(ctx: Context, *words: str) -> bool:

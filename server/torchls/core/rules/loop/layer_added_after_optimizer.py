@@ -1,10 +1,11 @@
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass, field
 
 from torchls.core import control_flow
 from torchls.core.findings import Related, Severity
-from torchls.core.rules.base import Context, Rule
+from torchls.core.rules.base import Analysis, Context, Rule
 from torchls.core.rules.loop import flow, optimizers
 from torchls.core.rules.loop.modules import LAYERS_WITH_STATE, _self_attributes_read, classes, is_module_class, short
 from torchls.core.values import ModuleValue
@@ -312,16 +313,28 @@ def _optimizer_before(node: ast.Assign, scope: control_flow.Scope, ctx: Context)
 
 def _hands_to_group_adder(scope: control_flow.Scope, optimizer: str, ctx: Context) -> bool:
     """The optimizer goes to a function of this file that calls ``add_param_group`` (it may add the new layer)."""
-    adders = {
-        f.name
-        for f in ast.walk(ctx.tree)
-        if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef)
-        and any(isinstance(n, ast.Attribute) and n.attr == "add_param_group" for n in ast.walk(f))
-    }
+    adders = ctx.analysis(_GroupAdders).names
     return any(
-        isinstance(n, ast.Call) and optimizers.called_name(n) in adders and optimizers.passes(n, {optimizer})
-        for n in control_flow.scope_nodes(scope)
+        optimizers.called_name(n) in adders and optimizers.passes(n, {optimizer}) for n in flow.scope_calls(scope, ctx)
     )
+
+
+@dataclass(slots=True)
+class _GroupAdders(Analysis):
+    """The file's functions that call ``add_param_group``."""
+
+    names: set[str] = field(default_factory=set)
+
+    @classmethod
+    def compute(cls, ctx: Context) -> _GroupAdders:
+        return cls(
+            {
+                f.name
+                for f in ast.walk(ctx.tree)
+                if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef)
+                and any(isinstance(n, ast.Attribute) and n.attr == "add_param_group" for n in ast.walk(f))
+            }
+        )
 
 
 def _covers(source: str, target: str) -> bool:

@@ -411,9 +411,8 @@ def _only_used_as_number(accumulator: ast.expr, kind: str, node: ast.AST, ctx: C
         return False
     loads = [
         n
-        for shared in flow.scopes_sharing(scope, name)  # functions that read it as a global or closure variable
-        for n in control_flow.scope_nodes(shared)
-        if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)
+        for shared in flow.scopes_sharing(scope, name, ctx)  # functions that read it as a global or closure variable
+        for n in flow.name_loads(shared, ctx).get(name, ())
     ]
     return all(_number_use(n, name, kind, ctx, 0) for n in loads)
 

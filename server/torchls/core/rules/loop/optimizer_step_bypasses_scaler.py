@@ -49,7 +49,7 @@ class OptimizerStepBypassesScaler(Rule):
         if not _is_optimizer(optimizer, ctx):
             return
         scope = flow.scope_of(node, ctx)
-        calls = [n for n in control_flow.scope_nodes(scope) if isinstance(n, ast.Call)]
+        calls = flow.scope_calls(scope, ctx)
         scalers = [s for call in flow.step_window(node, calls, ctx) if (s := scaled_backward(call, ctx)) is not None]
         if not scalers:
             return

@@ -8,12 +8,12 @@ with (for fixes that edit it in place), the loss module's own constructor argume
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from torchls.core.facts import DTYPE_METHODS
 from torchls.core.findings import Edit
-from torchls.core.rules.base import CallInfo, Context
+from torchls.core.rules.base import Analysis, CallInfo, Context
 from torchls.core.values import (
     FLOAT_DTYPES,
     INTEGER_DTYPES,
@@ -263,28 +263,57 @@ def reliable(node: ast.expr | None, ctx: Context, shape_only: bool = False) -> b
     """
     if not isinstance(node, ast.Name):
         return True
-    name = node.id
     scope: ast.AST = ctx.function if ctx.function is not None else ctx.tree
+    changes = ctx.analysis(_InPlaceChanges).of(scope)
+    return node.id not in (changes.shape if shape_only else changes.any)
+
+
+@dataclass(slots=True)
+class _ChangedNames:
+    any: set[str] = field(default_factory=set)  # names some code changes in place
+    shape: set[str] = field(default_factory=set)  # ... by an in-place method that may change shape or dtype
+
+
+@dataclass(slots=True)
+class _InPlaceChanges(Analysis):
+    """For each scope (a function or the module), the names its code changes in place: indexed once per scope,
+    so asking about every loss call of a long file stays linear."""
+
+    by_scope: dict[ast.AST, _ChangedNames] = field(default_factory=dict)
+
+    def of(self, scope: ast.AST) -> _ChangedNames:
+        found = self.by_scope.get(scope)
+        if found is None:
+            found = self.by_scope[scope] = _changed_names(scope)
+        return found
+
+
+def _changed_names(scope: ast.AST) -> _ChangedNames:
+    changed = _ChangedNames()
     for inner in ast.walk(scope):
         if isinstance(inner, ast.Call):
             func = inner.func
             if (
                 isinstance(func, ast.Attribute)
                 and isinstance(func.value, ast.Name)
-                and func.value.id == name
                 and func.attr.endswith("_")
                 and not func.attr.startswith("_")
                 and func.attr not in _VALUE_KEEPING_INPLACE
-                and (not shape_only or func.attr in _SHAPE_CHANGING_INPLACE)
             ):
-                return False
-            if any(k.arg == "out" and isinstance(k.value, ast.Name) and k.value.id == name for k in inner.keywords):
-                return False
-        elif isinstance(inner, ast.Subscript | ast.Attribute) and isinstance(inner.ctx, ast.Store) and not shape_only:
-            base = inner.value
-            if isinstance(base, ast.Name) and base.id == name:
-                return False
-    return True
+                changed.any.add(func.value.id)
+                if func.attr in _SHAPE_CHANGING_INPLACE:
+                    changed.shape.add(func.value.id)
+            for keyword in inner.keywords:
+                if keyword.arg == "out" and isinstance(keyword.value, ast.Name):
+                    changed.any.add(keyword.value.id)
+                    changed.shape.add(keyword.value.id)
+        elif (
+            isinstance(inner, ast.Subscript | ast.Attribute)
+            and isinstance(inner.ctx, ast.Store)
+            and isinstance(inner.value, ast.Name)
+        ):
+            changed.any.add(inner.value.id)
+    return changed
 
 
 def editable_constructor(loss: LossCall, ctx: Context) -> ast.Call | None:
@@ -451,25 +480,35 @@ def _is_device(value: object) -> bool:
 _DEVICES = frozenset({"cpu", "cuda", "mps", "xpu", "meta"})
 
 
+@dataclass(slots=True)
+class _AssignedValues(Analysis):
+    """Every value the file assigns to each name, anywhere (``x += 1`` as ``x + 1``): indexed once per file."""
+
+    by_name: dict[str, list[ast.expr]] = field(default_factory=dict)
+
+    @classmethod
+    def compute(cls, ctx: Context) -> _AssignedValues:
+        found = cls()
+        for inner in ast.walk(ctx.tree):
+            if isinstance(inner, ast.Assign):
+                for target in inner.targets:
+                    for part in ast.walk(target):
+                        if isinstance(part, ast.Name):
+                            found.by_name.setdefault(part.id, []).append(inner.value)
+            elif isinstance(inner, ast.AugAssign) and isinstance(inner.target, ast.Name):
+                found.by_name.setdefault(inner.target.id, []).append(ast.BinOp(inner.target, inner.op, inner.value))
+            elif isinstance(inner, ast.AnnAssign) and isinstance(inner.target, ast.Name) and inner.value is not None:
+                found.by_name.setdefault(inner.target.id, []).append(inner.value)
+        return found
+
+
 def _promoted_somewhere(node: ast.expr, ctx: Context) -> bool:
     expressions: list[ast.AST] = [node]
-    names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
-    if names:
-        for inner in ast.walk(ctx.tree):
-            if isinstance(inner, ast.Assign) and any(
-                isinstance(t, ast.Name) and t.id in names for target in inner.targets for t in ast.walk(target)
-            ):
-                expressions.append(inner.value)
-            elif (
-                isinstance(inner, ast.AugAssign | ast.AnnAssign)
-                and isinstance(inner.target, ast.Name)
-                and inner.target.id in names
-                and inner.value is not None
-            ):
-                if isinstance(inner, ast.AugAssign):
-                    expressions.append(ast.BinOp(inner.target, inner.op, inner.value))
-                else:
-                    expressions.append(inner.value)
+    assigned = ctx.analysis(_AssignedValues).by_name
+    for name in dict.fromkeys(n.id for n in ast.walk(node) if isinstance(n, ast.Name)):
+        for value in assigned.get(name, ()):
+            if value not in expressions:
+                expressions.append(value)
     for expression in expressions:
         for inner in ast.walk(expression):
             if isinstance(inner, ast.BinOp) and _promotes(inner, ctx):
