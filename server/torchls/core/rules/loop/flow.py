@@ -9,6 +9,7 @@ order they run) are ``core/control_flow.py``'s. Everything here answers "unknown
 from __future__ import annotations
 
 import ast
+import bisect
 from dataclasses import dataclass, field
 
 from torchls.core.control_flow import (
@@ -356,12 +357,14 @@ def reaching_bindings(name: str, use: ast.AST, ctx: Context) -> list[ast.AST] | 
 
 def step_window(node: ast.AST, calls: list[ast.Call], ctx: Context) -> list[ast.Call]:
     """The calls that run in the same training step before ``node``: in the innermost loop around ``node`` (or
-    its scope), after the last ``.step(...)`` before it, and not in a branch that excludes ``node``."""
+    its scope), after the last ``.step(...)`` before it, and not in a branch that excludes ``node``. ``calls`` are
+    in source order (:func:`scope_calls`)."""
     loop = enclosing_loop(node, ctx)
     # Inside the loop by source range: the same as walking up the parents, without walking (a long file has many
-    # steps, each asking about every call).
+    # steps, each asking about every call); only the calls between the loop's start and ``node`` are looked at.
     start, end = (position(loop), end_position(loop)) if loop is not None else ((0, 0), (1 << 62, 0))
     here = position(node)
+    calls = calls[bisect.bisect_left(calls, start, key=position) : bisect.bisect_left(calls, here, key=position)]
     after = (0, 0)
     for call in calls:
         func = call.func
@@ -384,11 +387,12 @@ def step_window(node: ast.AST, calls: list[ast.Call], ctx: Context) -> list[ast.
 
 
 def scope_calls(scope: Scope, ctx: Context) -> list[ast.Call]:
-    """The calls of ``scope``'s own code (not of functions nested in it), listed once per scope and file."""
+    """The calls of ``scope``'s own code (not of functions nested in it) in source order, listed once per scope
+    and file."""
     cache = ctx.analysis(ScopeCalls).by_scope
     found = cache.get(scope)
     if found is None:
-        found = cache[scope] = [n for n in scope_nodes(scope) if isinstance(n, ast.Call)]
+        found = cache[scope] = sorted((n for n in scope_nodes(scope) if isinstance(n, ast.Call)), key=position)
     return found
 
 
