@@ -19,6 +19,7 @@ A parent table (:func:`parent_table`) is built once per file; rules get theirs f
 from __future__ import annotations
 
 import ast
+import bisect
 from collections.abc import Iterator, Mapping
 
 Parents = Mapping[ast.AST, ast.AST]  # child -> parent
@@ -160,22 +161,37 @@ def dominates_in_block(statement: ast.stmt, node: ast.AST, parents: Parents) -> 
     block_owner = parents.get(statement)
     if block_owner is None:
         return False
-    for field_name in ("body", "orelse", "finalbody"):
-        block = getattr(block_owner, field_name, None)
-        if isinstance(block, list) and statement in block:
-            break
-    else:
+    block = _block_holding(block_owner, statement)
+    if block is None:
         return False
-    index = block.index(statement)
-    later = set(map(id, block[index + 1 :]))
+    # Siblings of one block are in source order: compare positions instead of searching the list (a module of
+    # thousands of statements asks this for many of them).
+    first, last = position(block[0]), position(block[-1])
+    here = position(statement)
     current: ast.AST | None = node
     while current is not None:
-        if id(current) in later:
-            return True
+        above = parents.get(current)
+        if above is block_owner:
+            return isinstance(current, ast.stmt) and here < position(current) <= last and position(current) >= first
         if current is block_owner:
             return False
-        current = parents.get(current)
+        current = above
     return False
+
+
+def _block_holding(owner: ast.AST, statement: ast.stmt) -> list[ast.stmt] | None:
+    """The statement list of ``owner`` (body, else or finally) that holds ``statement``."""
+    for field_name in ("body", "orelse", "finalbody"):
+        block = getattr(owner, field_name, None)
+        if isinstance(block, list) and block and position(block[0]) <= position(statement) <= position(block[-1]):
+            return block if any(s is statement for s in (block[0], block[-1])) or _holds(block, statement) else None
+    return None
+
+
+def _holds(block: list[ast.stmt], statement: ast.stmt) -> bool:
+    """``statement`` is an element of the sorted ``block`` (by bisection on positions)."""
+    index = bisect.bisect_left(block, position(statement), key=position)
+    return index < len(block) and block[index] is statement
 
 
 _BRANCHING = (

@@ -145,7 +145,7 @@ def _model_layers(
 
 def _mode_may_change(scope: control_flow.Scope, name: str, ctx: Context) -> bool:
     """True when any code that sees this model may put it into eval mode, or the scope hands it elsewhere."""
-    for node in (n for shared in flow.scopes_sharing(scope, name) for n in control_flow.scope_nodes(shared)):
+    for node in (n for shared in flow.scopes_sharing(scope, name, ctx) for n in control_flow.scope_nodes(shared)):
         if isinstance(node, ast.Attribute) and flow.root_name(node) == name:
             if node.attr in ("eval", "apply", "modules", "children", "named_modules", "named_children"):
                 return True
@@ -254,12 +254,7 @@ def _only_shape_used(node: ast.Call, ctx: Context) -> bool:
     if isinstance(up, ast.Assign) and up.value is node and len(up.targets) == 1:
         target = up.targets[0]
         if isinstance(target, ast.Name):
-            scope = flow.scope_of(node, ctx)
-            loads = [
-                n
-                for n in control_flow.scope_nodes(scope)
-                if isinstance(n, ast.Name) and n.id == target.id and isinstance(n.ctx, ast.Load)
-            ]
+            loads = flow.name_loads(flow.scope_of(node, ctx), ctx).get(target.id, ())
             return all(_shape_use(n, ctx) for n in loads)
     return False
 
