@@ -329,39 +329,48 @@ def editable_constructor(loss: LossCall, ctx: Context) -> ast.Call | None:
     node = loss.call.node
     if node.func is constructor:
         return constructor
-    binding = _binding_of(constructor, ctx)
+    uses = ctx.analysis(_NameUses)
+    binding = uses.bound_to.get(constructor)
     if binding is None:
         return None
-    stores = loads = 0
-    used_here = False
-    for inner in ast.walk(ctx.tree):
-        if (isinstance(binding, ast.Name) and isinstance(inner, ast.Name) and inner.id == binding.id) or (
-            isinstance(binding, ast.Attribute) and isinstance(inner, ast.Attribute) and inner.attr == binding.attr
-        ):
-            pass
-        elif isinstance(binding, ast.Name) and isinstance(inner, ast.arg | ast.alias | ast.Global | ast.Nonlocal):
-            if binding.id in _declared(inner):
-                return None  # the same name bound another way: a parameter, an import, a global
-            continue
-        else:
-            continue
-        if isinstance(inner.ctx, ast.Store):  # type: ignore[attr-defined]
-            stores += 1
-        else:
-            loads += 1
-            used_here = used_here or inner is node.func
-    return constructor if stores == 1 and loads == 1 and used_here else None
+    if isinstance(binding, ast.Name):
+        if binding.id in uses.declared:
+            return None  # the same name bound another way: a parameter, an import, a global
+        found = uses.names.get(binding.id, [])
+    else:
+        found = uses.attributes.get(binding.attr, [])
+    stores = sum(isinstance(n.ctx, ast.Store) for n in found)
+    loads = [n for n in found if not isinstance(n.ctx, ast.Store)]
+    return constructor if stores == 1 and len(loads) == 1 and loads[0] is node.func else None
 
 
-def _binding_of(constructor: ast.Call, ctx: Context) -> ast.Name | ast.Attribute | None:
-    for inner in ast.walk(ctx.tree):
-        if isinstance(inner, ast.Assign) and inner.value is constructor and len(inner.targets) == 1:
-            target = inner.targets[0]
-            if isinstance(target, ast.Name):
-                return target
-            if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self":
-                return target
-    return None
+@dataclass(slots=True)
+class _NameUses(Analysis):
+    """Where the file uses each name and each attribute name, which names it binds other ways (parameters,
+    imports, globals), and which single name or ``self`` attribute each assigned call is bound to: one walk per
+    file instead of one per loss call."""
+
+    names: dict[str, list[ast.Name]] = field(default_factory=dict)
+    attributes: dict[str, list[ast.Attribute]] = field(default_factory=dict)
+    declared: set[str] = field(default_factory=set)
+    bound_to: dict[ast.AST, ast.Name | ast.Attribute] = field(default_factory=dict)
+
+    @classmethod
+    def compute(cls, ctx: Context) -> _NameUses:
+        found = cls()
+        for inner in ast.walk(ctx.tree):
+            if isinstance(inner, ast.Name):
+                found.names.setdefault(inner.id, []).append(inner)
+            elif isinstance(inner, ast.Attribute):
+                found.attributes.setdefault(inner.attr, []).append(inner)
+            elif isinstance(inner, ast.arg | ast.alias | ast.Global | ast.Nonlocal):
+                found.declared |= _declared(inner)
+            elif isinstance(inner, ast.Assign) and len(inner.targets) == 1 and inner.value not in found.bound_to:
+                target = inner.targets[0]
+                on_self = isinstance(target, ast.Attribute) and ast.unparse(target.value) == "self"
+                if isinstance(target, ast.Name) or on_self:
+                    found.bound_to[inner.value] = target
+        return found
 
 
 def _declared(node: ast.AST) -> set[str]:
