@@ -125,3 +125,30 @@ def test_rules_lists_every_rule_and_shows_one():
     page = torchls("rules", "tl301")
     assert page.returncode == 0 and page.stdout.startswith("# TL301 softmax-before-cross-entropy")
     assert torchls("rules", "TL999").returncode == 2
+
+
+def test_a_file_too_deep_for_python_is_reported_not_a_traceback(tmp_path):
+    """A 100k-term sum or an attribute chain thousands deep makes ast.parse raise RecursionError: the file is
+    reported like a syntax error, and the other files are still checked."""
+    (tmp_path / "deep.py").write_text("import torch\nx = a" + ".b" * 3000 + "\n", encoding="utf-8")
+    (tmp_path / "sum.py").write_text("import torch\nx = " + "+".join(["1"] * 100_000) + "\n", encoding="utf-8")
+    (tmp_path / "train.py").write_text(BUGGY, encoding="utf-8")
+    result = torchls("check", str(tmp_path))
+    assert result.returncode == 1 and "Traceback" not in result.stderr + result.stdout
+    assert result.stderr.count("表达式嵌套太深或太长") == 2
+    assert "TL301" in result.stdout  # the other file still checked
+
+
+def test_an_internal_error_on_one_file_is_exit_two_with_one_line_and_the_rest_is_checked(tmp_path):
+    from torchls.batch import check_file
+    from torchls.core.checker import Checker
+
+    class Failing(Checker):
+        def check(self, text):
+            raise RuntimeError("boom")
+
+    path = tmp_path / "model.py"
+    path.write_text("import torch\n", encoding="utf-8")
+    report = check_file(path, Failing(), fix=False)
+    assert report.read_error is not None and "内部出错" in report.read_error and "boom" in report.read_error
+    assert report.findings == []

@@ -12,6 +12,7 @@ a valid notebook is reported and skipped like an unreadable file.
 from __future__ import annotations
 
 import ast
+import logging
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -49,6 +50,9 @@ SKIPPED_FOLDERS = frozenset(
 PYTHON_SUFFIXES = (".py", ".pyi")
 NOTEBOOK_SUFFIX = ".ipynb"
 _CHUNK = 16  # files per task: large enough to amortise the inter-process traffic, small enough to balance
+
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(slots=True)
@@ -105,8 +109,18 @@ def check_file(path: Path, checker: Checker, fix: bool) -> FileReport:
         line = raw[: error.start].count(b"\n") + 1
         report.read_error = f"不是 UTF-8 编码（第 {line} 行附近），已跳过"
         return report
-    if path.suffix == NOTEBOOK_SUFFIX:
-        return _check_notebook(report, path, text, checker, fix)
+    try:
+        if path.suffix == NOTEBOOK_SUFFIX:
+            return _check_notebook(report, path, text, checker, fix)
+        return _check_python(report, path, text, checker, fix)
+    except Exception as error:  # a bug of torchls, not of the file: say so once, exit 2, check the other files
+        log.info("checking %s failed", path, exc_info=True)  # the traceback with -v; never by default
+        report.findings, report.fixed = [], 0
+        report.read_error = f"torchls 检查这个文件时内部出错（{type(error).__name__}: {error}），已跳过；请报告这个问题"
+        return report
+
+
+def _check_python(report: FileReport, path: Path, text: str, checker: Checker, fix: bool) -> FileReport:
     report.lines = text.count("\n") + 1
     result = checker.check(text)
     report.findings, report.syntax_error = result.findings, result.syntax_error

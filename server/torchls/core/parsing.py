@@ -17,6 +17,10 @@ _MAX_REPAIRS = 25
 _AST_LOCK = threading.RLock()
 
 
+# What a file too deeply nested (or too long an expression) for Python's parser is reported as.
+TOO_DEEP = "?: 表达式嵌套太深或太长，Python 无法解析（例如上万项的加法、几千层的属性链）"
+
+
 def serialize_ast_parsing() -> None:
     """Make ``ast.parse`` safe to call from two threads at once (idempotent).
 
@@ -102,6 +106,8 @@ def parse_tolerant(text: str) -> ParsedSource:
         return ParsedSource(ast.parse(text))
     except (SyntaxError, ValueError) as first:  # ValueError: NUL bytes in the source
         first_error = f"{getattr(first, 'lineno', '?')}: {getattr(first, 'msg', first)}"
+    except (RecursionError, MemoryError):  # a 100k-term sum, a.b.b.b... thousands deep: Python cannot build it
+        return ParsedSource(ast.Module(body=[], type_ignores=[]), frozenset(), TOO_DEEP)
     tree, _, blanked = _repair(text)
     return ParsedSource(tree or ast.Module(body=[], type_ignores=[]), blanked, first_error)
 
@@ -118,6 +124,8 @@ def repair_lines(text: str) -> tuple[list[str], frozenset[int], str | None]:
         return lines, frozenset(), None
     except (SyntaxError, ValueError) as first:
         first_error = f"{getattr(first, 'lineno', '?')}: {getattr(first, 'msg', first)}"
+    except (RecursionError, MemoryError):
+        first_error = TOO_DEEP
     tree, repaired, blanked = _repair(text)
     if tree is None:
         blanked = frozenset(i for i, line in enumerate(lines) if line.strip())
@@ -133,6 +141,8 @@ def _repair(text: str) -> tuple[ast.Module | None, list[str], frozenset[int]]:
     for _ in range(_MAX_REPAIRS):
         try:
             return ast.parse("\n".join(lines)), lines, frozenset(blanked)
+        except (RecursionError, MemoryError):
+            return None, lines, frozenset(blanked)
         except SyntaxError as error:
             index = (error.lineno or 1) - 1
             if _refill_emptied_block(lines, original, blanked, error):
