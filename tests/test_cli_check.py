@@ -132,10 +132,11 @@ def test_a_file_too_deep_for_python_is_reported_not_a_traceback(tmp_path):
     reported like a syntax error, and the other files are still checked."""
     (tmp_path / "deep.py").write_text("import torch\nx = a" + ".b" * 3000 + "\n", encoding="utf-8")
     (tmp_path / "sum.py").write_text("import torch\nx = " + "+".join(["1"] * 100_000) + "\n", encoding="utf-8")
+    (tmp_path / "no_torch.py").write_text("line = " + "1 + " * 5000 + "1\n", encoding="utf-8")  # another path
     (tmp_path / "train.py").write_text(BUGGY, encoding="utf-8")
     result = torchls("check", str(tmp_path))
     assert result.returncode == 1 and "Traceback" not in result.stderr + result.stdout
-    assert result.stderr.count("表达式嵌套太深或太长") == 2
+    assert result.stderr.count("表达式嵌套太深或太长") == 3
     assert "TL301" in result.stdout  # the other file still checked
 
 

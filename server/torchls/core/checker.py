@@ -13,7 +13,7 @@ from torchls.core.findings import Finding
 from torchls.core.imports import file_imports
 from torchls.core.interpreter import Interpreter
 from torchls.core.noqa import suppressed_codes
-from torchls.core.parsing import parse_tolerant
+from torchls.core.parsing import TOO_DEEP, parse_tolerant
 from torchls.core.receivers import ClassOf, NodeKey, file_values, receiver_table
 from torchls.core.rules import ALL_RULES, WALK_ANALYSES
 from torchls.core.rules.base import Context, Rule, WalkAnalysis
@@ -101,4 +101,6 @@ def _syntax_error(text: str) -> str | None:
         return f"{error.lineno}: {error.msg}"
     except ValueError as error:
         return str(error)
+    except (RecursionError, MemoryError):
+        return TOO_DEEP
     return None
