@@ -85,3 +85,39 @@ def test_requests_with_params_that_do_not_fit_are_answered_and_nothing_pops_up(t
     (setting,) = [text for text in shown if "knowledgePaths" in text]  # one message for the bad setting
     assert "不是有效的路径" in setting and "已改用默认值" in setting
     assert "Traceback" not in stderr, stderr
+
+
+def test_an_answer_of_the_client_that_does_not_fit_fails_the_request_instead_of_waiting_forever(tmp_path):
+    """A client answering ``workspace/configuration`` with null (the protocol wants an array): pygls dropped the
+    answer, the server waited for it forever and never began its warm-up. Now the pull fails, the server keeps its
+    settings and goes on: the warm-up's progress report is created."""
+    server = subprocess.Popen(
+        LAUNCHERS["torchls"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "TORCHLS_CACHE_DIR": str(tmp_path / "cache")},
+    )
+    watchdog = threading.Timer(60, server.kill)  # without the fix the progress never comes: fail, do not hang
+    watchdog.start()
+    methods: list[str] = []
+
+    def send(message: dict) -> None:
+        server.stdin.write(frame(message))
+        server.stdin.flush()
+
+    try:
+        capabilities = {"workspace": {"configuration": True}, "window": {"workDoneProgress": True}}
+        send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"capabilities": capabilities}})
+        send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+        while "window/workDoneProgress/create" not in methods:
+            message = read_message(server.stdout)
+            if "method" in message:
+                methods.append(message["method"])
+                if "id" in message:  # every request of the server is answered null, the configuration pull too
+                    send({"jsonrpc": "2.0", "id": message["id"], "result": None})
+    finally:
+        watchdog.cancel()
+        server.kill()
+        server.wait(timeout=10)
+    assert methods.index("workspace/configuration") < methods.index("window/workDoneProgress/create")

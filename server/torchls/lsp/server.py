@@ -76,10 +76,18 @@ class _Protocol(LanguageServerProtocol):
     def structure_message(self, data: dict[str, Any]) -> Any:
         """A message whose params do not fit the method's types (a negative position, a missing field): pygls would
         drop a request unanswered and pop up "Error in server" for a notification. A request gets ``-32602`` with
-        what did not fit; a notification is logged and ignored."""
+        what did not fit; a notification is logged and ignored; an answer of the client that does not fit fails
+        the server's request it answers."""
         try:
             return super().structure_message(data)
         except JsonRpcException as error:
+            if isinstance(data, dict) and "id" in data and "method" not in data:
+                # The client's answer to our request does not fit (null for workspace/configuration): fail that
+                # request, so whatever awaits it goes on, instead of waiting forever.
+                future = self._request_futures.pop(data["id"], None)
+                if future is not None and not future.done():
+                    future.set_exception(error)
+                return _IGNORED
             if not isinstance(data, dict) or not isinstance(data.get("method"), str):
                 raise
             cause = error.__cause__ or error
