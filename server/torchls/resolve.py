@@ -4,8 +4,9 @@ jedi runs in a child process (:mod:`torchls.jedi_host`), so its CPU-bound work n
 Calls go to it one at a time from one worker thread owned by :class:`Resolver`, the requests a user waits for
 before background work (warm-up, prefetching); callers get futures. What does not change while the user types
 (member lists, signatures and docstrings) is kept here, readable from any thread without asking the child, and
-saved to disk per environment. :meth:`Resolver.warm_up_plan` pays jedi's cold cost (seconds on torch) up front,
-in the background.
+saved to disk per environment. :meth:`Resolver.ready_plan` pays jedi's cold cost (seconds on torch) up front, in
+the background, in small steps; :meth:`Resolver.read_signatures` then reads the knowledge base's signatures from
+torch's sources in one pass, and :meth:`Resolver.signature_plan` leaves only what that could not read to jedi.
 """
 
 from __future__ import annotations
@@ -219,32 +220,43 @@ class Resolver:
         """After the warm-up: keep jedi's long-lived objects out of its garbage collections."""
         self._ask("freeze")
 
-    def warm_up_plan(self, names: Iterable[str] = ()) -> list[tuple[str, Callable[[], object]]]:
-        """Warm-up as small steps ``(label, step)``: the caller runs each on the worker thread and can report
-        progress between them, and user requests queued meanwhile wait for one step at most.
-
-        First what makes torchls ready (:meth:`ready_plan`), then the live signatures of ``names``
-        (:meth:`signature_plan`).
-        """
-        return self.ready_plan() + self.signature_plan(names)
-
     def ready_plan(self) -> list[tuple[str, Callable[[], object]]]:
-        """jedi reads torch's stubs and modules (the seconds-long cold cost) and lists the indexed namespaces:
-        from then on completion and hover answer at their usual speed."""
+        """Warm-up as small steps ``(label, step)``: the caller runs each on the worker thread and can report
+        progress between them, and user requests queued meanwhile wait for one step at most. jedi reads torch's
+        stubs and modules (the seconds-long cold cost) and lists the indexed namespaces: from then on completion
+        and hover answer at their usual speed."""
         members = self.member_plan()
         steps: list[tuple[str, Callable[[], object]]] = [members[0]]  # what an earlier session saved, first
         steps.extend((f"jedi 正在读取 {label}", partial(self._ask, "infer_end", code)) for code, label in _WARM_UP)
         steps.extend(members[1:])  # the indexed namespaces' members, then saved
         return steps
 
+    def read_signatures(self, names: Iterable[str]) -> int:
+        """Read the signatures of the ``names`` not known yet straight from the installed torch's sources, in one
+        short child process (:mod:`torchls.installed_signatures`), not through jedi: in a new environment jedi
+        would spend about a minute parsing the modules they live in. Runs on any thread but the worker's, which
+        stays free for the user's requests meanwhile. Returns how many it read."""
+        from torchls.installed_signatures import read_in_child
+
+        wanted = [name for name in names if name not in self._docs]
+        version_file = self._torch_version_file() if wanted else None
+        if version_file is None:
+            return 0
+        read = read_in_child(version_file.parent.parent, wanted)
+        for name, doc in read.items():
+            self._docs.setdefault(name, doc)
+        log.info("read %d of %d signatures from the sources of torch", len(read), len(wanted))
+        return len(read)
+
     def signature_plan(self, names: Iterable[str]) -> list[tuple[str, Callable[[], object]]]:
-        """The live signatures of ``names`` (the knowledge-base entries), cached and saved so that hover cards do
-        not wait for them. In a new environment this is most of the warm-up (20-30 s: jedi parses each module
-        an entry lives in); a hover on an entry not read yet reads its signature first, ahead of these steps."""
+        """The live signatures of ``names`` (the knowledge-base entries) that :meth:`read_signatures` left to jedi,
+        cached and saved so that hover cards do not wait for them; a hover on an entry not read yet reads its
+        signature first, ahead of these steps."""
+        names = list(names)
         described: list[tuple[str, Callable[[], object]]] = [
-            (f"读取签名：{name}", partial(self.describe, name)) for name in names
+            (f"读取签名：{name}", partial(self.describe, name)) for name in names if name not in self._docs
         ]
-        if described:
+        if names:
             described.append(("保存签名缓存", self.save_members))  # the next start skips what was read here
         return described
 
@@ -258,8 +270,12 @@ class Resolver:
         return steps
 
     def warm_up(self, names: Iterable[str] = ()) -> None:
-        """Run the whole warm-up plan on the calling thread's behalf, waiting for it (command line, tests)."""
-        for _label, step in self.warm_up_plan(names):
+        """Run the whole warm-up on the calling thread's behalf, waiting for it (command line, tests)."""
+        names = list(names)
+        for _label, step in self.ready_plan():
+            self.submit(step).result()
+        self.read_signatures(names)
+        for _label, step in self.signature_plan(names):
             self.submit(step).result()
         self.warm.set()
 

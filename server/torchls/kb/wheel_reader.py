@@ -30,6 +30,7 @@ class Symbol:
     module: str = ""
     nodes: list[ast.AST] = field(default_factory=list)
     in_class: bool = False
+    owner: str = ""  # the class a method is defined in
 
 
 @dataclass
@@ -49,6 +50,9 @@ class Release:
         self._trees: dict[str, ast.Module | None] = {}
         self._strings: dict[str, frozenset[str]] = {}
         self._found: dict[tuple[str, str], Symbol | str] = {}  # lookups that did not run into a cycle
+        self._indexes: dict[str, _FileIndex] = {}
+        self._exports: dict[str, set[str] | None] = {}
+        self._self_names: dict[int, frozenset[str]] = {}  # id(ClassDef) -> what its methods set on self
 
     @classmethod
     def from_wheel(cls, wheel: Path) -> Release:
@@ -78,6 +82,8 @@ class Release:
                 self._trees[path] = ast.parse(self.files[path])
             except (SyntaxError, ValueError):
                 self._trees[path] = None
+            if self._trees[path] is not None:
+                _mark_definitions(self._trees[path], path)  # type: ignore[arg-type]
         return self._trees[path]
 
     # ------------------------------------------------------------------------------------------ public API
@@ -134,20 +140,18 @@ class Release:
         return found
 
     def _lookup_in_file(self, module: str, path: str, package: bool, name: str, seen: set) -> Symbol | str:
-        tree = self._tree(path)
-        if tree is None:
+        index = self._index(path)
+        if index is None:
             return UNKNOWN
         functions: list[ast.AST] = []
         bound: list[Symbol | str] = []
-        stars: list[str] = []
-        dynamic = False
-        for node in _top_level(tree.body):
+        stars = [_absolute(module, package, node) for node in index.stars]
+        # A module __getattr__ (lazy submodules, deprecated aliases) serves the names it lists.
+        dynamic = index.has_getattr and name in self._strings_of(path)
+        for node in index.bindings.get(name, ()):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                if node.name == name:
-                    functions.append(node)
-                # A module __getattr__ (lazy submodules, deprecated aliases) serves the names it lists.
-                dynamic = dynamic or (node.name == "__getattr__" and name in self._strings_of(path))
-            elif isinstance(node, ast.ClassDef) and node.name == name:
+                functions.append(node)
+            elif isinstance(node, ast.ClassDef):
                 bound.append(Symbol("class", module, [node]))
             elif isinstance(node, (ast.Assign, ast.AnnAssign)):
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
@@ -158,7 +162,7 @@ class Release:
                 source = _absolute(module, package, node)
                 for alias in node.names:
                     if alias.name == "*":
-                        stars.append(source)
+                        continue
                     elif (alias.asname or alias.name) == name and not self._in_release(source):
                         bound.append(Symbol("value", module))  # from math import inf: outside torch, it exists
                     elif (alias.asname or alias.name) == name:
@@ -190,6 +194,15 @@ class Release:
         found = _merge(results) if results else ABSENT
         return UNKNOWN if found == ABSENT and dynamic else found
 
+    def _index(self, path: str) -> _FileIndex | None:
+        """The file's top-level statements by the names they bind: a lookup reads only those."""
+        if path not in self._indexes:
+            tree = self._tree(path)
+            if tree is None:
+                return None
+            self._indexes[path] = _FileIndex(tree)
+        return self._indexes[path]
+
     def _strings_of(self, path: str) -> frozenset[str]:
         if path not in self._strings:
             tree = self._tree(path)
@@ -204,10 +217,15 @@ class Release:
 
     def _all(self, module: str) -> set[str] | None:
         """A module's ``__all__`` where it is a literal list (``+=`` of literals included), else None."""
+        if module not in self._exports:
+            self._exports[module] = self._read_all(module)
+        return self._exports[module]
+
+    def _read_all(self, module: str) -> set[str] | None:
         names: set[str] | None = None
         for path, _ in self._paths(module):
             tree = self._tree(path)
-            for node in _top_level(tree.body if tree else []):
+            for node in top_level(tree.body if tree else []):
                 target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else None
                 if isinstance(node, ast.AugAssign):
                     target = node.target
@@ -227,7 +245,7 @@ class Release:
             return owner if isinstance(owner, str) else self.attribute(owner, node.attr, seen)
         if isinstance(node, ast.Subscript):
             return self._expression(module, node.value, seen)
-        if isinstance(node, ast.Call) and _name_of(node.func) == "_add_docstr" and node.args:
+        if isinstance(node, ast.Call) and name_of(node.func) == "_add_docstr" and node.args:
             # relu = _add_docstr(torch.relu, "..."): the function it documents, else the docstring's first line
             # (``fft(input, n=None, dim=-1, norm=None) -> Tensor``) where that function is a compiled one.
             target = self._expression(module, node.args[0], seen)
@@ -235,7 +253,7 @@ class Release:
                 return target
             documented = _docstring_signature(node.args[1] if len(node.args) > 1 else None)
             return Symbol("function", module, [documented]) if documented else target
-        if isinstance(node, ast.Call) and _name_of(node.func) == "boolean_dispatch":  # max_pool2d
+        if isinstance(node, ast.Call) and name_of(node.func) == "boolean_dispatch":  # max_pool2d
             branches = [k.value for k in node.keywords if k.arg in ("if_true", "if_false")]
             return _merge([self._expression(module, branch, seen) for branch in branches])
         return UNKNOWN
@@ -244,7 +262,7 @@ class Release:
         cls = owner.nodes[0]
         assert isinstance(cls, ast.ClassDef)
         functions: list[ast.AST] = []
-        for node in _top_level(cls.body):
+        for node in top_level(cls.body):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
                 functions.append(node)
             elif isinstance(node, ast.ClassDef) and node.name == name:
@@ -254,8 +272,8 @@ class Release:
                 if any(isinstance(t, ast.Name) and t.id == name for t in targets):
                     return Symbol("value", owner.module)
         if functions:
-            return Symbol("function", owner.module, functions, in_class=True)
-        if _set_on_self(cls, name):
+            return Symbol("function", owner.module, functions, in_class=True, owner=cls.name)
+        if name in self._names_set_on_self(cls):
             return Symbol("value", owner.module)
         results: list[Symbol | str] = []
         metaclass = [k.value for k in cls.keywords if k.arg == "metaclass"]  # class properties live there
@@ -268,6 +286,39 @@ class Release:
             else:
                 results.append(UNKNOWN)
         return _merge(results) if results else ABSENT
+
+    def _names_set_on_self(self, cls: ast.ClassDef) -> frozenset[str]:
+        if id(cls) not in self._self_names:
+            self._self_names[id(cls)] = _set_on_self(cls)
+        return self._self_names[id(cls)]
+
+
+class _FileIndex:
+    """One file's top-level statements (:func:`top_level`) by the name each binds, in file order."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        self.bindings: dict[str, list[ast.stmt]] = {}
+        self.stars: list[ast.ImportFrom] = []
+        self.has_getattr = False
+        for node in top_level(tree.body):
+            for name in self._bound_by(node):
+                self.bindings.setdefault(name, []).append(node)
+
+    def _bound_by(self, node: ast.stmt) -> Iterator[str]:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            self.has_getattr = self.has_getattr or node.name == "__getattr__"
+            yield node.name
+        elif isinstance(node, ast.ClassDef):
+            yield node.name
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            yield from dict.fromkeys(t.id for t in targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.ImportFrom):
+            if any(alias.name == "*" for alias in node.names):
+                self.stars.append(node)
+            yield from dict.fromkeys(alias.asname or alias.name for alias in node.names if alias.name != "*")
+        elif isinstance(node, ast.Import):
+            yield from dict.fromkeys(alias.asname or alias.name.split(".")[0] for alias in node.names)
 
 
 _DOC_SIGNATURE = re.compile(r"\s*[\w.]+\((.*)\)\s*(?:->.*)?$")
@@ -295,17 +346,32 @@ def _docstring_signature(node: ast.AST | None) -> ast.FunctionDef | None:
     return function if isinstance(function, ast.FunctionDef) else None
 
 
-def _set_on_self(cls: ast.ClassDef, name: str) -> bool:
-    """Whether a method assigns ``self.<name>`` or registers it (``self.register_buffer("<name>", ...)``)."""
+def _mark_definitions(tree: ast.Module, path: str) -> None:
+    """Tag the classes and functions a file defines with it (``node.source_path``): readers that show signatures
+    quote their source and, where a stub and an implementation both define a name, prefer the stub's."""
+    for node in top_level(tree.body):
+        if isinstance(node, ast.ClassDef):
+            node.source_path = path  # type: ignore[attr-defined]
+            for member in top_level(node.body):
+                if isinstance(member, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    member.source_path = path  # type: ignore[attr-defined]
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            node.source_path = path  # type: ignore[attr-defined]
+
+
+def _set_on_self(cls: ast.ClassDef) -> frozenset[str]:
+    """The names a method assigns on ``self`` (``self.<name> = ...``) or registers (``self.register_buffer("<name>",
+    ...)``)."""
+    names: set[str] = set()
     for node in ast.walk(cls):
-        stored = isinstance(node, ast.Attribute) and node.attr == name and isinstance(node.ctx, ast.Store)
+        stored = isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store)
         if stored and isinstance(node.value, ast.Name) and node.value.id == "self":  # type: ignore[attr-defined]
-            return True
-        if isinstance(node, ast.Call) and _name_of(node.func) in ("register_buffer", "register_parameter"):
+            names.add(node.attr)  # type: ignore[attr-defined]
+        if isinstance(node, ast.Call) and name_of(node.func) in ("register_buffer", "register_parameter"):
             first = node.args[0] if node.args else None
-            if isinstance(first, ast.Constant) and first.value == name:
-                return True
-    return False
+            if isinstance(first, ast.Constant) and isinstance(first.value, str):
+                names.add(first.value)
+    return frozenset(names)
 
 
 def _merge(results: list[Symbol | str]) -> Symbol | str:
@@ -313,7 +379,8 @@ def _merge(results: list[Symbol | str]) -> Symbol | str:
     symbols = [r for r in results if isinstance(r, Symbol)]
     functions = [s for s in symbols if s.kind == "function"]
     if functions:
-        return Symbol("function", functions[0].module, [n for s in functions for n in s.nodes], functions[0].in_class)
+        first = functions[0]
+        return Symbol("function", first.module, [n for s in functions for n in s.nodes], first.in_class, first.owner)
     if symbols:
         classes = [s for s in symbols if s.kind == "class"]
         if len(classes) > 1:
@@ -322,20 +389,20 @@ def _merge(results: list[Symbol | str]) -> Symbol | str:
     return UNKNOWN if UNKNOWN in results or not results else ABSENT
 
 
-def _top_level(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+def top_level(body: list[ast.stmt]) -> Iterator[ast.stmt]:
     """Statements run at import time: into ``if``/``try``/``with`` blocks (both branches), not into functions."""
     for node in body:
         if isinstance(node, ast.If):
-            yield from _top_level(node.body)
-            yield from _top_level(node.orelse)
+            yield from top_level(node.body)
+            yield from top_level(node.orelse)
         elif isinstance(node, ast.Try):
-            yield from _top_level(node.body)
+            yield from top_level(node.body)
             for handler in node.handlers:
-                yield from _top_level(handler.body)
-            yield from _top_level(node.orelse)
-            yield from _top_level(node.finalbody)
+                yield from top_level(handler.body)
+            yield from top_level(node.orelse)
+            yield from top_level(node.finalbody)
         elif isinstance(node, ast.With):
-            yield from _top_level(node.body)
+            yield from top_level(node.body)
         else:
             yield node
 
@@ -363,10 +430,10 @@ def _arguments(function: ast.AST, drop_self: bool) -> set[str]:
 
 
 def _is_static(function: ast.AST) -> bool:
-    return any(_name_of(d) == "staticmethod" for d in function.decorator_list)  # type: ignore[attr-defined]
+    return any(name_of(d) == "staticmethod" for d in function.decorator_list)  # type: ignore[attr-defined]
 
 
-def _name_of(node: ast.AST) -> str:
+def name_of(node: ast.AST) -> str:
     if isinstance(node, ast.Call):
         node = node.func
     if isinstance(node, ast.Attribute):
@@ -398,7 +465,7 @@ def _deprecated(symbol: Symbol) -> bool:
         for cls in symbol.nodes:
             nodes += [n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"]  # type: ignore[attr-defined]
     for node in nodes:
-        if any(_name_of(d) == "deprecated" for d in getattr(node, "decorator_list", [])):
+        if any(name_of(d) == "deprecated" for d in getattr(node, "decorator_list", [])):
             return True
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(_warns(s) for s in node.body):
             return True
@@ -409,10 +476,10 @@ def _warns(statement: ast.stmt) -> bool:
     if not isinstance(statement, ast.Expr) or not isinstance(statement.value, ast.Call):
         return False
     call = statement.value
-    if _name_of(call.func) not in ("warn", "warn_once"):
+    if name_of(call.func) not in ("warn", "warn_once"):
         return False
     categories = call.args[1:2] + [k.value for k in call.keywords if k.arg == "category"]
-    if not any(_name_of(c) in _WARNINGS for c in categories):
+    if not any(name_of(c) in _WARNINGS for c in categories):
         return False
     # "X should not be instantiated" is a FutureWarning about a use, not a deprecated API: the text must say so.
     texts = [n.value for n in ast.walk(call.args[0]) if isinstance(n, ast.Constant) and isinstance(n.value, str)]

@@ -137,7 +137,7 @@ async def warm_up(ls: TorchLanguageServer) -> None:
             ls.window_log_message(types.LogMessageParams(type=types.MessageType.Warning, message=torch_problem))
         elif torch_problem:
             ls.show(torch_problem)
-    signatures = resolver.signature_plan(sorted(session.kb.entries)) if resolver is session.resolver else []
+    names = sorted(session.kb.entries) if resolver is session.resolver else []
     # Begun before the first report ends, so a client never sees a moment with no torchls progress open.
     signatures_token = await _begin_progress(ls, "signatures", "torchls 读取签名", "正在读取知识库条目的签名")
     # Ready means names climb to their public cards too: that needs the identity table (a subprocess, usually
@@ -146,7 +146,15 @@ async def warm_up(ls: TorchLanguageServer) -> None:
         await asyncio.wrap_future(session.identity_future)
     if token:
         ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message="torchls 已就绪"))
-    await _run_steps(ls, resolver, signatures, signatures_token)
+    # Off jedi's worker thread: the user's requests keep going to jedi while the sources are read.
+    if signatures_token:
+        report = types.WorkDoneProgressReport(message="从 torch 的源码读取签名", percentage=0)
+        ls.work_done_progress.report(signatures_token, report)
+    try:
+        await asyncio.get_running_loop().run_in_executor(None, resolver.read_signatures, names)
+    except Exception:  # jedi describes them all then, as before
+        log.exception("reading the signatures from torch's sources failed")
+    await _run_steps(ls, resolver, resolver.signature_plan(names), signatures_token)
     resolver.submit(resolver.freeze, background=True)  # what the signatures added, too
     if signatures_token:
         ls.work_done_progress.end(signatures_token, types.WorkDoneProgressEnd(message="签名已读取"))
