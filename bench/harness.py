@@ -165,6 +165,46 @@ def peak_memory_mb(client: LanguageClient) -> tuple[float, float]:
     return _vm_hwm_mb(pid), sum(_vm_hwm_mb(child) for child in _children(pid))
 
 
+def _vm_rss_mb(pid: int) -> float:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+class TreeMemory:
+    """The largest sum of resident memory over a server's whole process tree, sampled every ``interval`` seconds:
+    unlike the VmHWM of the processes alive at the end, it counts children that came and went (torchls's
+    signature reader, its identity table) and processes that peaked at different moments only once together."""
+
+    def __init__(self, pid: int, interval: float = 0.2) -> None:
+        self.pid = pid
+        self.interval = interval
+        self.peak_mb = 0.0
+        self.processes_at_peak = 0
+        self._task: asyncio.Task | None = None
+
+    def start(self) -> TreeMemory:
+        self._task = asyncio.get_running_loop().create_task(self._sample())
+        return self
+
+    async def _sample(self) -> None:
+        while True:
+            pids = [self.pid, *await asyncio.to_thread(_children, self.pid)]
+            total = sum(_vm_rss_mb(pid) for pid in pids)
+            if total > self.peak_mb:
+                self.peak_mb, self.processes_at_peak = total, len(pids)
+            await asyncio.sleep(self.interval)
+
+    def stop(self) -> float:
+        if self._task is not None:
+            self._task.cancel()
+        return self.peak_mb
+
+
 def percentile(values: list[float], q: float) -> float:
     if not values:
         return float("nan")

@@ -2,7 +2,8 @@
 
 Prints, per server: time to the ``initialize`` response, the first hover after ``initialized`` (cold), warm
 hover latency p50/p95/max, how many hovers returned something, and the server's peak memory (VmHWM of the
-server process and, separately, of its child processes such as jedi's environment helper).
+server process and, separately, of its child processes such as jedi's environment helper), and the whole process
+tree's resident memory sampled every 0.2 s ("tree peak MB": children that came and went count too).
 
     python bench/hover_bench.py                          # torchls on 12 timm files
     python bench/hover_bench.py --compare jedi-language-server
@@ -41,6 +42,7 @@ from harness import (
     ROOT,
     SERVERS,
     TorchImports,
+    TreeMemory,
     compile_torchls,
     first_end,
     peak_memory_mb,
@@ -66,6 +68,7 @@ class Result:
     warm_up_s: float = 0.0  # from initialized until every progress report ended
     ready_s: float = 0.0  # ... until the first one ended (torchls: "已就绪", before the entries' signatures)
     after_open_ms: list[float] = field(default_factory=list)  # the first hover after each didOpen
+    tree_peak_mb: float = 0.0  # the whole process tree's resident memory, sampled (harness.TreeMemory)
 
 
 def tensor_method_names() -> frozenset[str]:
@@ -115,6 +118,7 @@ async def run_server(
         window=types.WindowClientCapabilities(work_done_progress=True),
     )
     client, result.initialize_ms = await start_server(name, capabilities, workspace, new_environment=new_environment)
+    tree = TreeMemory(client._server.pid).start()  # type: ignore[union-attr]
     if just_opened:
         initialized = time.perf_counter()
         result.warm_up_s = await wait_for_warm_up(client.progress, timeout=300)  # type: ignore[attr-defined]
@@ -146,6 +150,7 @@ async def run_server(
             result.answered += hover is not None
         client.text_document_did_close(types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(uri)))
     result.rss_server_mb, result.rss_children_mb = peak_memory_mb(client)
+    result.tree_peak_mb = tree.stop()
     await stop_server(client)
     return result
 
@@ -181,7 +186,7 @@ def print_table(results: list[Result]) -> None:
     header = (
         f"{'server':<22}{'init ms':>9}{'1st hover':>11}{'p50 ms':>9}{'p95 ms':>9}{'max ms':>9}"
         f"{'hovers':>9}{'answered':>10}{'RSS MB':>9}{'+children':>11}{'ready s':>9}{'warm-up s':>11}"
-        f"{'open->hover p50/max':>21}"
+        f"{'open->hover p50/max':>21}{'tree peak MB':>14}"
     )
     print(header)
     print("-" * len(header))
@@ -191,6 +196,7 @@ def print_table(results: list[Result]) -> None:
             f"{percentile(r.warm_ms, 95):>9.1f}{max(r.warm_ms, default=float('nan')):>9.0f}{r.total:>9}"
             f"{r.answered:>10}{r.rss_server_mb:>9.0f}{r.rss_children_mb:>11.0f}{r.ready_s:>9.1f}{r.warm_up_s:>11.1f}"
             f"{percentile(r.after_open_ms, 50):>13.0f} / {max(r.after_open_ms, default=float('nan')):<5.0f}"
+            f"{r.tree_peak_mb:>14.0f}"
         )
     if len(results) == 2 and results[0].warm_ms and results[1].warm_ms:
         a, b = results

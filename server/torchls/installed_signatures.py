@@ -124,8 +124,8 @@ def _constructor(release: Release, module: str, cls: ast.ClassDef, depth: int) -
 def _function_doc(release: Release, function: Symbol, short: str) -> SymbolDoc | None:
     nodes = _preferred(function.nodes)
     docstring = next((d for d in (ast.get_docstring(n) for n in function.nodes) if d), "")  # type: ignore[arg-type]
-    if not docstring:
-        return None  # a compiled function: torch gives it its docstring at import time, which jedi reads
+    if not docstring and all(_in_stub(n) for n in function.nodes):
+        return None  # compiled: torch may give it its docstring at import time, which jedi reads
     signatures = [_signature(release, short, f, drop_first=False, returns=True) for f in nodes]
     owner = f"{function.owner}." if function.owner else ""
     return _doc(f"{function.module}.{owner}{short}", "function", signatures, nodes, docstring)

@@ -17,7 +17,7 @@ from torchls.kb.wheel_reader import Release
 FILES = {
     "torch/__init__.py": """
         from torch._C._VariableFunctions import *
-        from torch.functional import norm, old_style
+        from torch.functional import norm, old_style, plain
         from torch.nn import Linear, Buffer, Options, Child, Frozen
         float32 = dtype()
     """,
@@ -37,6 +37,7 @@ FILES = {
             """
         def old_style(x):
             """Implementation."""
+        def plain(x, y=2): ...
     ''',
     "torch/functional.pyi": """
         def old_style(x: Tensor, /, *, scale: float = 2.0 ** 16) -> Tensor: ...
@@ -102,6 +103,11 @@ def test_the_stub_wins_over_the_implementation_and_keeps_its_markers(release):
     assert doc is not None
     assert doc.signatures == ("old_style(x: Tensor, /, *, scale: float=2.0 ** 16) -> Tensor",)
     assert doc.docstring == "Implementation."  # the stub has none: the implementation's
+
+
+def test_a_python_function_without_a_docstring_is_read_as_it_is(release):
+    doc = describe(release, "torch.plain")
+    assert doc is not None and doc.signatures == ("plain(x, y=2)",) and doc.docstring == ""
 
 
 def test_new_builds_the_signature_where_there_is_no_init(release):
