@@ -23,6 +23,7 @@ from torchls.core.checker import Checker
 from torchls.core.findings import Finding
 from torchls.core.fixes import apply_fixes
 from torchls.core.notebook import CellFinding, check_cells
+from torchls.core.parsing import SET_ASIDE, deep_statements
 from torchls.core.unknowns import GiveUp
 from torchls.ipynb import InvalidNotebook, NotebookFile, read_notebook
 
@@ -227,5 +228,8 @@ def explain_file(path: Path) -> tuple[list[GiveUp], str | None]:
         tree = ast.parse(text)
     except (SyntaxError, ValueError, MemoryError, RecursionError) as error:
         return [], f"无法解析：{error}"
+    deep = deep_statements(tree)
+    if deep:
+        return [], SET_ASIDE.replace("?", f"第 {deep[0].lineno} 行", 1).replace(": ", "：", 1)
     give_ups, failed = explain_unknown(tree, SourceText(text))
     return give_ups, ("分析在这个文件上中途停止了，没有结果" if failed else None)

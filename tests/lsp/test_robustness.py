@@ -119,3 +119,29 @@ async def test_bad_configuration_change_is_reported_and_defaults_apply(client: L
     result = await hover(client, uri, utf16_position(SOURCE, "criterion = nn.CrossEntropyLoss", "CrossEntropyLoss"))
     assert "团队版" not in result.contents.value
     assert "torch.nn.CrossEntropyLoss" in result.contents.value
+
+
+DEEP_SOURCE = (
+    "import torch\n"
+    '说明 = "很长的一句 🧮"; a = torch.randn(2)\n'
+    f"x = {' + '.join(['a'] * 600)}\n"
+    "z = torch.randn(3)\n"
+    '说明 = "还在分析 ✅"; w = z.view(4)\n'
+)
+
+
+async def test_a_statement_nested_hundreds_deep_costs_only_itself(client: LanguageClient):
+    """A 600-term sum parses, but walking it recursively exhausts Python's stack: it is set aside like a broken
+    line, and the rest of the document is analysed, hovered and fixed as usual."""
+    uri = (client.root / "deep.py").as_uri()
+    await open_document(client, uri, DEEP_SOURCE)
+    await _wait_for(lambda: any(d.code == "TL103" for d in client.diagnostics.get(uri, [])))
+    (finding,) = [d for d in client.diagnostics[uri] if d.code == "TL103"]
+    assert finding.range.start.line == 4
+    card = await hover(client, uri, utf16_position(DEEP_SOURCE, "w = z.view", "view"))
+    assert card is not None and "Tensor.view" in card.contents.value
+    actions = await client.text_document_code_action_async(
+        types.CodeActionParams(types.TextDocumentIdentifier(uri), finding.range, types.CodeActionContext([finding]))
+    )
+    titles = [action.title for action in actions or []]
+    assert "在本行禁用 TL103" in titles and "查看完整卡片：torch.Tensor.view" in titles

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from .imports import absolute_module
 from .names import keeps_result, qualify_annotation
+from .parsing import deep_statements
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,8 +27,10 @@ def module_exports(text: str, module: str, is_package: bool) -> ModuleExports:
     """The exports of the module ``module`` whose source is ``text``; empty for code that does not parse."""
     try:
         tree = ast.parse(text)
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return ModuleExports()
+    if deep_statements(tree):
+        return ModuleExports()  # its functions' bodies would exhaust the stack of the walks that read them
     imports: dict[str, str] = {}
     functions: dict[str, ast.FunctionDef] = {}
     bound: Counter[str] = Counter()  # a name bound twice at the top level may hold either

@@ -65,6 +65,7 @@ class ClipScaledGradients(Rule):
             if (scaler := scaled_backward(call, ctx)) is not None
         ]
         if not backwards:
+            self._scaled_in_another_function(node, calls, ctx)
             return
         backward, scaler = max(backwards, key=lambda pair: control_flow.position(pair[0]))
         scaler_text = ctx.text(scaler)
@@ -78,6 +79,37 @@ class ClipScaledGradients(Rule):
         clip = ctx.qualify(node.func).rsplit(".", 1)[-1]  # type: ignore[union-attr]
         message = f"`{clip}` 之前没有 `{scaler_text}.unscale_(...)`：裁剪的是被 GradScaler 放大过的梯度"
         ctx.report(node, message, fix=_fix(node, backward, scaler_text, calls, ctx))
+
+    def _scaled_in_another_function(self, node: ast.Call, calls: list[ast.Call], ctx: Context) -> None:
+        """A trainer class that splits the step: ``training_step`` does ``self.scaler.scale(loss).backward()``,
+        ``_optimizer_step`` clips and then ``self.scaler.step(...)``. The order between the two functions is not
+        known here, so only where nothing in the file could unscale: no ``unscale_`` anywhere and the scaler
+        never handed to a function."""
+        if flow.file_mentions(ctx, "unscale_") or not flow.file_mentions(ctx, ".scale("):
+            return
+        after = [c for c in calls if control_flow.position(c) > control_flow.position(node)]
+        stepped = {ctx.text(c.func.value) for c in after if isinstance(c.func, ast.Attribute) and c.func.attr == "step"}
+        if not stepped:
+            return
+        scalers = {
+            ctx.text(scaler)
+            for call in ast.walk(ctx.tree)
+            if isinstance(call, ast.Call) and (scaler := scaled_backward(call, ctx)) is not None
+        }
+        for scaler_text in sorted(stepped & scalers):
+            handed = any(
+                isinstance(call, ast.Call) and any(ctx.text(a) == scaler_text for a in _arguments(call))
+                for call in ast.walk(ctx.tree)
+            )
+            if handed:
+                continue  # the scaler goes somewhere that may unscale
+            clip = ctx.qualify(node.func).rsplit(".", 1)[-1]  # type: ignore[union-attr]
+            message = (
+                f"`{clip}` 之前没有 `{scaler_text}.unscale_(...)`"
+                f"（`{scaler_text}.scale(loss).backward()` 在另一个函数里）：裁剪的是被 GradScaler 放大过的梯度"
+            )
+            ctx.report(node, message)
+            return
 
 
 def _method_of(call: ast.Call, receiver: str, ctx: Context) -> str | None:
