@@ -7,7 +7,7 @@ from textwrap import dedent
 
 from torchls.core.checker import check_source
 
-TRAINER = '''
+TRAINER = """
 import torch
 import torch.nn as nn
 
@@ -28,7 +28,7 @@ class Trainer:
         self.scaler.step(self.optimizer)
         self.scaler.update()
         self.optimizer.zero_grad()
-'''
+"""
 
 
 def _lines(after_backward: str = "pass", between: str = "pass") -> list[int]:
