@@ -201,11 +201,7 @@ class InterpreterBase:
 
     def _user_class_of(self, value: Value) -> ClassInfo | None:
         """The file's class that ``value`` is an instance of (a model, a dataset, any class of the file)."""
-        if isinstance(value, ModuleValue | OfClass) and value.user_class is not None:
-            return self.classes.get(value.user_class)
-        if isinstance(value, InstanceValue) and isinstance(value.arg("class"), str):
-            return self.classes.get(value.arg("class"))
-        return None
+        return self.ctx.user_class_of(value)
 
     if TYPE_CHECKING:
         # What one job calls on another: each is defined in the mixin of the module named above it.

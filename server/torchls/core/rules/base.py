@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 from torchls.core.control_flow import ancestors, parent_table
 from torchls.core.findings import Edit, Finding, Fix, Related, Severity
 from torchls.core.text import Position, SourceText, Span
-from torchls.core.values import ModuleValue, Origin, TensorValue, Value
+from torchls.core.values import InstanceValue, ModuleValue, OfClass, Origin, TensorValue, Value
 
 if TYPE_CHECKING:
     from torchls.core.imports import FileImports
@@ -173,6 +173,14 @@ class Context:
 
     def value(self, node: ast.AST | None) -> Value:
         return self.values.get(node) if node is not None else None  # type: ignore[arg-type]
+
+    def user_class_of(self, value: Value) -> ClassInfo | None:
+        """The file's class that ``value`` is an instance of (a model, a dataset, any class of the file)."""
+        if isinstance(value, ModuleValue | OfClass) and value.user_class is not None:
+            return self.classes.get(value.user_class)
+        if isinstance(value, InstanceValue) and isinstance(value.arg("class"), str):
+            return self.classes.get(value.arg("class"))
+        return None
 
     def tensor(self, node: ast.AST | None) -> TensorValue | None:
         value = self.value(node)

@@ -15,7 +15,7 @@ class ZeroGradEveryMicroBatch(Rule):
 
     **为什么是问题**：写成 `if (i + 1) % accum_steps == 0: optimizer.step()`，说明作者想把几个 micro-batch
     的梯度累加起来再更新一次。可是 `optimizer.zero_grad()`（或 `model.zero_grad()`）不在这个条件里，每次迭代
-    都会执行，于是前几个 micro-batch 的梯度还没用上就被清零，每次 `step()` 只用到最后一个 micro-batch 的梯度：
+    都会执行（也包括循环每次都调用的同一个类的方法里无条件执行的清零，如 `self.training_step(...)` 里的），于是前几个 micro-batch 的梯度还没用上就被清零，每次 `step()` 只用到最后一个 micro-batch 的梯度：
     等效 batch 没有变大，其余的前向和反向白算，而且不报错。只在同一个循环里 `backward()` 和 `zero_grad()`
     都无条件执行、同一个优化器的每个 `step()` 都在形如 `计数 % N == 0` 的条件下（计数在这个循环里变化）、
     循环里（或循环调用的本文件函数里）把损失除以同一个 `N`（`loss / accum_steps`，梯度累积的标志）、
@@ -55,7 +55,13 @@ class ZeroGradEveryMicroBatch(Rule):
         if not flow.file_mentions(ctx, "backward") or not flow.file_mentions(ctx, "%"):
             return
         calls = [n for n in optimizers.loop_body_nodes(node) if isinstance(n, ast.Call)]
-        if not any(_is_backward(c) for c in calls):
+        # A trainer's step split into methods (``loss = self.training_step(batch)`` zeroes and backpropagates):
+        # the unconditional calls of a method of the same class that the loop calls on every iteration.
+        inlined = _inlined_method_calls(node, calls, ctx)
+        if inlined is None:
+            return
+        every_iteration = {id(c) for c in inlined}
+        if not any(_is_backward(c) for c in [*calls, *inlined]):
             return
         counters = _counters(node)
         if not counters:
@@ -72,7 +78,8 @@ class ZeroGradEveryMicroBatch(Rule):
         if not steps:
             return
         stepping, zeroing = optimizers.stepping_and_zeroing_functions(ctx)
-        if _writes_gradients(node, calls, zeroing):
+        sites = {id(site) for site in _inlined_sites(node, calls, ctx)}
+        if _writes_gradients(node, [c for c in calls if id(c) not in sites], zeroing):
             return  # gradients accumulated by hand (`p.grad = total`): clearing .grad each time is part of it
         for optimizer, stepped in steps.items():
             gates = [_gate(call, node, counters, ctx) for call in stepped]
@@ -85,13 +92,17 @@ class ZeroGradEveryMicroBatch(Rule):
                 continue
             if any(_is_backward(c) and _inside_any(c, gates, ctx) for c in calls):
                 continue  # the gated branch computes its own gradients
-            if not any(_is_backward(c) and _runs_every_iteration(c, node, ctx) for c in calls):
+            if not any(
+                _is_backward(c) and (id(c) in every_iteration or _runs_every_iteration(c, node, ctx))
+                for c in [*calls, *inlined]
+            ):
                 continue
-            if _may_step_elsewhere(calls, optimizer, stepped, gate_ifs, stepping, ctx):
+            outside = [c for c in calls if id(c) not in sites]  # the inlined methods' own calls were read above
+            if _may_step_elsewhere(outside, optimizer, stepped, gate_ifs, stepping, ctx):
                 continue
-            for call in calls:
+            for call in [*calls, *inlined]:
                 receiver = optimizers.zeroed(call)
-                if receiver is None or not _runs_every_iteration(call, node, ctx):
+                if receiver is None or not (id(call) in every_iteration or _runs_every_iteration(call, node, ctx)):
                     continue
                 if _inside_any(call, gates, ctx):
                     continue
@@ -104,6 +115,55 @@ class ZeroGradEveryMicroBatch(Rule):
                 )
                 ctx.report(call, message)
                 return
+
+
+def _inlined_sites(loop: ast.AST, calls: list[ast.Call], ctx: Context) -> list[ast.Call]:
+    """The loop's calls ``self.method(...)`` that run on every iteration, to a plain method of the class around
+    the loop (its body read as if it were the loop's)."""
+    sites = []
+    for call in calls:
+        func = call.func
+        if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self"):
+            continue
+        function = _called_function(call, ctx)
+        if function is None or function.decorator_list or not _runs_every_iteration(call, loop, ctx):
+            continue
+        sites.append(call)
+    return sites
+
+
+def _inlined_method_calls(loop: ast.AST, calls: list[ast.Call], ctx: Context) -> list[ast.Call] | None:
+    """The calls that run unconditionally in the methods of :func:`_inlined_sites` (so on every iteration of
+    ``loop``); None when such a method writes ``.grad`` by hand or steps something (then nothing is claimed)."""
+    stepping, _ = optimizers.stepping_and_zeroing_functions(ctx)
+    inlined: list[ast.Call] = []
+    for site in _inlined_sites(loop, calls, ctx):
+        function = _called_function(site, ctx)
+        assert function is not None
+        nodes = list(control_flow.scope_nodes(function))
+        for inner in nodes:
+            if isinstance(inner, ast.Attribute) and inner.attr == "grad" and isinstance(inner.ctx, ast.Store | ast.Del):
+                return None
+            if isinstance(inner, ast.Call) and optimizers.stepped(inner, ctx) is not None:
+                return None
+            steps_by_name = isinstance(inner, ast.Call) and optimizers.called_name(inner) in stepping
+            if steps_by_name and (_own_call(inner) or optimizers.passes(inner, {"self"})):  # type: ignore[arg-type]
+                return None  # a function of the file that steps something, or one handed what may step
+        for inner in nodes:
+            if not isinstance(inner, ast.Call) or flow.enclosing_loop(inner, ctx) is not None:
+                continue
+            if flow.conditional_between(inner, function, ctx):
+                continue
+            inlined.append(inner)
+    return inlined
+
+
+def _own_call(call: ast.Call) -> bool:
+    """``f(...)`` or ``self.f(...)``: what may run a function of this file (``model.train()`` runs torch's)."""
+    func = call.func
+    return isinstance(func, ast.Name) or (
+        isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self"
+    )
 
 
 def _is_backward(call: ast.Call) -> bool:

@@ -20,7 +20,8 @@ class ZeroGradWrongOptimizer(Rule):
     迭代之间不断累加，`opt_g.step()` 的更新越来越大、方向越来越旧，训练发散或停滞，且不报错。只在循环里的每个
     `zero_grad()` 都能证明清的是别的参数（另一个优化器或模型由不同的构造调用建出、互不包含），这个优化器由
     `model.parameters()` 之类的调用建出，循环里也没有别的清零方式（`p.grad = None`、会清零的辅助函数）时才报告。
-    循环调用的本文件函数（`d_step(G, D, opt_d)`）里对参数做的 `zero_grad()`、`step()`，按调用时传入的实参计入这个循环。
+    循环调用的本文件函数（`d_step(G, D, opt_d)`）里对参数做的 `zero_grad()`、`step()`，按调用时传入的实参计入这个循环；
+    本文件的类的实例上调用的方法（`trainer.g_step(n)`）里对 `self.opt_g` 之类做的也一样。
     循环里完全没有 `zero_grad()` 的情形由 TL401 报告。
 
     **示例**
@@ -130,14 +131,13 @@ def _helpers(calls: list[ast.Call], ctx: Context) -> list[_Helper] | None:
     stepping, zeroing = optimizers.stepping_and_zeroing_functions(ctx)
     found = []
     for call in calls:
-        if not isinstance(call.func, ast.Name) or call.func.id not in stepping | zeroing:
+        if optimizers.called_name(call) not in stepping | zeroing:
             continue
         if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
             continue
-        definitions = flow.bindings(ctx.tree, call.func.id, ctx)
-        if len(definitions) != 1 or not isinstance(definitions[0], ast.FunctionDef):
+        function, receiver = _helper_definition(call, ctx)
+        if function is None:
             continue
-        function = definitions[0]
         arguments = function.args
         if function.decorator_list or arguments.vararg or arguments.kwarg or arguments.kwonlyargs:
             continue
@@ -147,6 +147,10 @@ def _helpers(calls: list[ast.Call], ctx: Context) -> list[_Helper] | None:
         ):
             continue
         parameters = [a.arg for a in [*arguments.posonlyargs, *arguments.args]]
+        if receiver is not None:  # a method: ``self`` is the instance it was called on
+            if not parameters:
+                continue
+            self_name, parameters = parameters[0], parameters[1:]
         binding: dict[str, ast.expr] = dict(zip(parameters, call.args, strict=False))
         binding.update({k.arg: k.value for k in call.keywords if k.arg is not None})
         binding = {
@@ -154,6 +158,8 @@ def _helpers(calls: list[ast.Call], ctx: Context) -> list[_Helper] | None:
             for name, argument in binding.items()
             if optimizers.chain(argument) and not flow.bindings(function, name, ctx)
         }
+        if receiver is not None:
+            binding[self_name] = receiver
         inner = [n for n in nodes if isinstance(n, ast.Call)]
         if any(_zero_grad_call(c) and _zeroed(c, binding) is None for c in inner):
             return None
@@ -161,12 +167,41 @@ def _helpers(calls: list[ast.Call], ctx: Context) -> list[_Helper] | None:
     return found
 
 
+def _helper_definition(call: ast.Call, ctx: Context) -> tuple[ast.FunctionDef | None, ast.expr | None]:
+    """The ``def`` a loop's call runs, and the instance it runs on for a method: a module-level function of the
+    file bound once (``d_step(G, D, opt_d)``), or a method of a class of the file called on one of its instances
+    (``trainer.d_step(real)``, through the interpreter's class table)."""
+    func = call.func
+    if isinstance(func, ast.Name):
+        definitions = flow.bindings(ctx.tree, func.id, ctx)
+        if len(definitions) == 1 and isinstance(definitions[0], ast.FunctionDef):
+            return definitions[0], None
+        return None, None
+    if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name)):
+        return None, None
+    info = ctx.user_class_of(ctx.value(func.value))
+    method = info.method(func.attr) if info is not None else None
+    if not isinstance(method, ast.FunctionDef) or func.attr in info.assigned:  # type: ignore[union-attr]
+        return None, None
+    return method, func.value
+
+
 def _bound(expr: ast.expr, binding: dict[str, ast.expr] | None) -> ast.expr | None:
     """``expr`` as the loop names it: itself in the loop's own code; in a helper, the argument its parameter was
-    bound to (only a plain parameter name is followed)."""
+    bound to (only a plain parameter name is followed); in a method, ``self.opt_d`` stays itself: what the
+    instance holds is known in the method too."""
     if binding is None:
         return expr
-    return binding.get(expr.id) if isinstance(expr, ast.Name) else None
+    if isinstance(expr, ast.Name):
+        return binding.get(expr.id)
+    root = flow.root_name(expr)
+    if root is not None and root in binding and isinstance(expr, ast.Attribute) and _is_self(root, binding):
+        return expr
+    return None
+
+
+def _is_self(name: str, binding: dict[str, ast.expr]) -> bool:
+    return name == "self" and isinstance(binding.get(name), ast.Name)
 
 
 def _zeroed(call: ast.Call, binding: dict[str, ast.expr] | None) -> ast.expr | None:
