@@ -15,7 +15,8 @@ class ZeroGradEveryMicroBatch(Rule):
 
     **为什么是问题**：写成 `if (i + 1) % accum_steps == 0: optimizer.step()`，说明作者想把几个 micro-batch
     的梯度累加起来再更新一次。可是 `optimizer.zero_grad()`（或 `model.zero_grad()`）不在这个条件里，每次迭代
-    都会执行（也包括循环每次都调用的同一个类的方法里无条件执行的清零，如 `self.training_step(...)` 里的），于是前几个 micro-batch 的梯度还没用上就被清零，每次 `step()` 只用到最后一个 micro-batch 的梯度：
+    都会执行（也包括循环每次都调用的同一个类的方法里无条件执行的清零，如 `self.training_step(...)` 里的），
+    于是前几个 micro-batch 的梯度还没用上就被清零，每次 `step()` 只用到最后一个 micro-batch 的梯度：
     等效 batch 没有变大，其余的前向和反向白算，而且不报错。只在同一个循环里 `backward()` 和 `zero_grad()`
     都无条件执行、同一个优化器的每个 `step()` 都在形如 `计数 % N == 0` 的条件下（计数在这个循环里变化）、
     循环里（或循环调用的本文件函数里）把损失除以同一个 `N`（`loss / accum_steps`，梯度累积的标志）、
