@@ -140,14 +140,19 @@ async def stop_server(client: LanguageClient) -> None:
     await client.stop()
 
 
-def _vm_hwm_mb(pid: int) -> float:
+def _status_mb(pid: int, field: str) -> float:
+    """A memory field of ``/proc/PID/status`` (``VmHWM``: peak resident; ``VmRSS``: resident now), in MB."""
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
+            if line.startswith(f"{field}:"):
                 return int(line.split()[1]) / 1024
     except OSError:
         pass
     return 0.0
+
+
+def _vm_hwm_mb(pid: int) -> float:
+    return _status_mb(pid, "VmHWM")
 
 
 def _children(pid: int) -> list[int]:
@@ -166,13 +171,7 @@ def peak_memory_mb(client: LanguageClient) -> tuple[float, float]:
 
 
 def _vm_rss_mb(pid: int) -> float:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return 0.0
+    return _status_mb(pid, "VmRSS")
 
 
 class TreeMemory:
