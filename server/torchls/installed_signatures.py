@@ -19,6 +19,7 @@ import logging
 import os
 import re
 import sys
+import weakref
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
@@ -206,17 +207,18 @@ def _signature(release: Release, name: str, function: ast.AST, drop_first: bool,
     return f"{name}({', '.join(parts)}){result}"
 
 
-_LINES: dict[tuple[int, str], list[bytes]] = {}  # (release, path) -> the file's lines, as ast counts columns
+# release -> path -> the file's lines, as ast counts columns (bytes); gone with the release
+_LINES: weakref.WeakKeyDictionary[Release, dict[str, list[bytes]]] = weakref.WeakKeyDictionary()
 
 
 def _source_segment(release: Release, path: str, node: ast.expr) -> str | None:
     """The text of ``node`` as its file writes it (``ast.get_source_segment`` splits the whole file on each call:
     minutes on torch's 1 MB stub)."""
-    key = (id(release), path)
-    if key not in _LINES:
+    files = _LINES.setdefault(release, {})
+    if path not in files:
         source = release.files.get(path) if path else None
-        _LINES[key] = source.encode("utf-8").splitlines(keepends=True) if source else []
-    lines = _LINES[key]
+        files[path] = source.encode("utf-8").splitlines(keepends=True) if source else []
+    lines = files[path]
     end_line, end_col = node.end_lineno, node.end_col_offset
     if not lines or end_line is None or end_col is None or end_line > len(lines):
         return None
@@ -248,7 +250,6 @@ def read(site_dir: Path, names: list[str]) -> dict[str, dict]:
             continue
         if doc is not None:
             answers[name] = asdict(doc)
-    _LINES.clear()
     return answers
 
 
