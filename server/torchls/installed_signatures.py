@@ -135,6 +135,8 @@ def _function_doc(release: Release, function: Symbol, short: str) -> SymbolDoc |
 def _doc(name: str, kind: str, signatures: list[str], nodes: list[ast.AST], docstring: str) -> SymbolDoc:
     params: list[str] = []
     for node in nodes:
+        if _only_catch_alls(node, drop_first=kind == "class"):
+            continue  # ``Module.__init__(self, *args, **kwargs)``: nothing a user passes (jedi lists none either)
         for index, param in enumerate(_parameters(node)):
             if kind == "class" and index == 0:
                 continue  # self / cls
@@ -148,6 +150,13 @@ def _doc(name: str, kind: str, signatures: list[str], nodes: list[ast.AST], docs
         param_docs=parse_param_docs(docstring),
         docstring=docstring,
     )
+
+
+def _only_catch_alls(function: ast.AST, drop_first: bool) -> bool:
+    """``(self, *args, **kwargs)``: no named parameter at all, only what it passes on."""
+    args = function.args  # type: ignore[attr-defined]
+    named = [*args.posonlyargs, *args.args][1 if drop_first else 0 :] + list(args.kwonlyargs)
+    return not named and (args.vararg is not None or args.kwarg is not None)
 
 
 def _in_stub(node: ast.AST) -> bool:

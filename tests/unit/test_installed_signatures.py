@@ -199,3 +199,12 @@ def test_files_are_read_only_when_asked(tmp_path):
     files = InstalledFiles(tmp_path)
     assert "torch/__init__.py" in files and "torch/missing.py" not in files
     assert files["torch/__init__.py"] == "x = 1\n" and list(files) == ["torch/__init__.py"]
+
+
+def test_a_constructor_that_only_passes_everything_on_names_no_parameter(release):
+    base = describe(release, "torch.nn.Child")
+    assert base is not None and base.param_names == ("size", "args", "kwargs")  # a named one: all are listed
+    files = {path: dedent(text) for path, text in FILES.items()}
+    files["torch/nn/base.py"] = "class Base:\n    def __init__(self, *args, **kwargs): ...\n"
+    doc = describe(Release(files), "torch.nn.Child")
+    assert doc is not None and doc.signatures == ("Child(*args, **kwargs)",) and doc.param_names == ()
