@@ -7,8 +7,10 @@ runs as a short child process (``python -m torchls.installed_signatures SITE_DIR
 stdin, the answers as JSON on stdout), so neither its CPU time nor its parse trees stay in the server.
 
 What it cannot read exactly is left out, and jedi describes it as before: values (``torch.float32``), names it
-cannot follow, and compiled functions whose docstring torch attaches at import time (``torch.randn``): their
-stubs sit in the files jedi has parsed during the warm-up already, so jedi answers them quickly.
+cannot follow, constructors a decorator writes (``@dataclass``), and compiled functions whose stub carries no
+docstring (torch may attach one at import time, which jedi reads; torch 2.13's generated stubs carry most, so
+``torch.randn`` is read here). Their stubs sit in the files jedi parsed during the warm-up, so jedi answers them
+quickly.
 """
 
 from __future__ import annotations
@@ -77,8 +79,8 @@ def describe(release: Release, public_name: str) -> SymbolDoc | None:
 
 
 def _module_doc(release: Release, module: Symbol) -> SymbolDoc | None:
-    for path, _package in release._paths(module.module):
-        tree = release._tree(path)
+    for path, _package in release.module_files(module.module):
+        tree = release.tree_of(path)
         if tree is not None and not path.endswith(".pyi"):
             return SymbolDoc(name=module.module, kind="module", docstring=ast.get_docstring(tree) or "")
     return None
@@ -112,7 +114,7 @@ def _constructor(release: Release, module: str, cls: ast.ClassDef, depth: int) -
     for base in cls.bases:
         if isinstance(base, ast.Name) and base.id in ("object", "Generic", "Protocol"):
             continue
-        resolved = release._expression(module, base, set())
+        resolved = release.expression(module, base, set())
         if not isinstance(resolved, Symbol) or resolved.kind != "class" or not resolved.nodes:
             return None
         inner = resolved.nodes[0]

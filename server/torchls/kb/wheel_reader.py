@@ -66,7 +66,7 @@ class Release:
 
     # ------------------------------------------------------------------------------------------ modules
 
-    def _paths(self, module: str) -> list[tuple[str, bool]]:
+    def module_files(self, module: str) -> list[tuple[str, bool]]:
         """The files of ``module`` (its ``.py`` and ``.pyi``) with whether each is a package ``__init__``."""
         base = module.replace(".", "/")
         candidates = [(f"{base}/__init__.py", True), (f"{base}/__init__.pyi", True), (f"{base}.py", False)]
@@ -74,9 +74,9 @@ class Release:
         return [(path, package) for path, package in candidates if path in self.files]
 
     def is_module(self, module: str) -> bool:
-        return bool(self._paths(module))
+        return bool(self.module_files(module))
 
-    def _tree(self, path: str) -> ast.Module | None:
+    def tree_of(self, path: str) -> ast.Module | None:
         if path not in self._trees:
             try:
                 self._trees[path] = ast.parse(self.files[path])
@@ -128,7 +128,7 @@ class Release:
         if key in seen:
             return UNKNOWN
         seen = seen | {key}
-        paths = self._paths(module)
+        paths = self.module_files(module)
         if not paths:
             return UNKNOWN
         results = [self._lookup_in_file(module, path, package, name, seen) for path, package in paths]
@@ -156,7 +156,7 @@ class Release:
             elif isinstance(node, (ast.Assign, ast.AnnAssign)):
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 if any(isinstance(t, ast.Name) and t.id == name for t in targets):
-                    followed = self._expression(module, node.value, seen) if node.value is not None else UNKNOWN
+                    followed = self.expression(module, node.value, seen) if node.value is not None else UNKNOWN
                     bound.append(followed if isinstance(followed, Symbol) else Symbol("value", module))
             elif isinstance(node, ast.ImportFrom):
                 source = _absolute(module, package, node)
@@ -197,7 +197,7 @@ class Release:
     def _index(self, path: str) -> _FileIndex | None:
         """The file's top-level statements by the names they bind: a lookup reads only those."""
         if path not in self._indexes:
-            tree = self._tree(path)
+            tree = self.tree_of(path)
             if tree is None:
                 return None
             self._indexes[path] = _FileIndex(tree)
@@ -205,7 +205,7 @@ class Release:
 
     def _strings_of(self, path: str) -> frozenset[str]:
         if path not in self._strings:
-            tree = self._tree(path)
+            tree = self.tree_of(path)
             nodes = ast.walk(tree) if tree else ()
             self._strings[path] = frozenset(
                 n.value for n in nodes if isinstance(n, ast.Constant) and isinstance(n.value, str)
@@ -223,8 +223,8 @@ class Release:
 
     def _read_all(self, module: str) -> set[str] | None:
         names: set[str] | None = None
-        for path, _ in self._paths(module):
-            tree = self._tree(path)
+        for path, _ in self.module_files(module):
+            tree = self.tree_of(path)
             for node in top_level(tree.body if tree else []):
                 target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else None
                 if isinstance(node, ast.AugAssign):
@@ -237,25 +237,25 @@ class Release:
                     names = (names or set()) | set(value)
         return names
 
-    def _expression(self, module: str, node: ast.AST, seen: set) -> Symbol | str:
+    def expression(self, module: str, node: ast.AST, seen: set) -> Symbol | str:
         if isinstance(node, ast.Name):
             return self.lookup(module, node.id, seen)
         if isinstance(node, ast.Attribute):
-            owner = self._expression(module, node.value, seen)
+            owner = self.expression(module, node.value, seen)
             return owner if isinstance(owner, str) else self.attribute(owner, node.attr, seen)
         if isinstance(node, ast.Subscript):
-            return self._expression(module, node.value, seen)
+            return self.expression(module, node.value, seen)
         if isinstance(node, ast.Call) and name_of(node.func) == "_add_docstr" and node.args:
             # relu = _add_docstr(torch.relu, "..."): the function it documents, else the docstring's first line
             # (``fft(input, n=None, dim=-1, norm=None) -> Tensor``) where that function is a compiled one.
-            target = self._expression(module, node.args[0], seen)
+            target = self.expression(module, node.args[0], seen)
             if isinstance(target, Symbol) and target.kind == "function":
                 return target
             documented = _docstring_signature(node.args[1] if len(node.args) > 1 else None)
             return Symbol("function", module, [documented]) if documented else target
         if isinstance(node, ast.Call) and name_of(node.func) == "boolean_dispatch":  # max_pool2d
             branches = [k.value for k in node.keywords if k.arg in ("if_true", "if_false")]
-            return _merge([self._expression(module, branch, seen) for branch in branches])
+            return _merge([self.expression(module, branch, seen) for branch in branches])
         return UNKNOWN
 
     def _class_attribute(self, owner: Symbol, name: str, seen: set) -> Symbol | str:
@@ -280,7 +280,7 @@ class Release:
         for base in [*cls.bases, *metaclass]:
             if isinstance(base, ast.Name) and base.id in ("object", "Generic", "Protocol", "NamedTuple", "type"):
                 continue
-            resolved = self._expression(owner.module, base, seen)
+            resolved = self.expression(owner.module, base, seen)
             if isinstance(resolved, Symbol) and resolved.kind == "class":
                 results.append(self._class_attribute(resolved, name, seen))
             else:
