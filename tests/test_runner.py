@@ -90,6 +90,41 @@ def test_an_example_that_never_ends_is_killed_with_what_it_started(tmp_path):
         assert not _alive(pid), f"process {pid} outlived the timeout"
 
 
+_ESCAPING_CHILD = (
+    "import os, subprocess, sys, time\n"
+    # A child that leaves the example's process group (setsid) and keeps the output pipe open.
+    "child = subprocess.Popen([sys.executable, '-c', 'import os, time; os.setsid(); time.sleep(600)'])\n"
+    "open({pids!r}, 'w').write(f'{{os.getpid()}} {{child.pid}}')\n"
+    "print('起步 🚀', flush=True)\n"
+)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="process groups and /proc: Linux and macOS")
+def test_a_grandchild_that_left_the_group_is_killed_at_the_timeout(tmp_path):
+    pids = tmp_path / "pids"
+    code = _ESCAPING_CHILD.format(pids=str(pids)) + "while True:\n    time.sleep(0.1)\n"
+    started = time.monotonic()
+    result = run(code, device="cpu", timeout=3)
+    assert result.status == "timeout", result
+    assert time.monotonic() - started < 15
+    time.sleep(0.2)
+    for pid in map(int, pids.read_text().split()):
+        assert not _alive(pid), f"process {pid} outlived the timeout"
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="process groups and /proc: Linux and macOS")
+def test_an_example_that_ends_leaving_a_detached_child_on_its_pipe_is_reported_at_once(tmp_path):
+    pids = tmp_path / "pids"
+    started = time.monotonic()
+    result = run(_ESCAPING_CHILD.format(pids=str(pids)), device="cpu", timeout=30)
+    assert result.status == "ok", result
+    assert "起步 🚀" in result.stdout
+    assert time.monotonic() - started < 15  # not the 30 s timeout, nor waiting on the child's pipe
+    time.sleep(0.2)
+    for pid in map(int, pids.read_text().split()):
+        assert not _alive(pid), f"process {pid} outlived the example"
+
+
 def test_megabytes_of_output_are_truncated_with_a_note():
     result = run("import sys\nsys.stdout.write('张量' * 2_000_000)\nprint('done', file=sys.stderr)\n", device="cpu")
     assert result.status == "ok" and result.truncated

@@ -24,6 +24,7 @@ import signal
 import sys
 import tempfile
 import time
+import uuid
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Literal
@@ -165,6 +166,10 @@ def interpreter_path(interpreter: str | None) -> str:
     return path
 
 
+# After the example exits: how long its output may still take to arrive before what holds the pipes is killed.
+_PIPE_GRACE_SECONDS = 1.0
+
+
 def _limits(memory_mb: int):
     """A function the child runs before the example: its own process group, and an address-space limit."""
 
@@ -201,12 +206,43 @@ class _Capture:
         return text
 
 
-def _kill_group(process: asyncio.subprocess.Process) -> None:
+# Every process an example starts inherits this variable with the run's own value: a process that left the
+# example's group (``setsid``) or was orphaned (a double fork, a detached child holding the output pipe) is still
+# found by it in ``/proc`` and killed with the rest.
+RUN_MARKER = "TORCHLS_EXAMPLE_RUN"
+
+
+def _marked_processes(marker: str) -> list[int]:
+    """The processes (Linux ``/proc``) whose environment carries ``RUN_MARKER=marker``."""
+    needle = f"{RUN_MARKER}={marker}".encode()
+    found = []
+    with contextlib.suppress(OSError):
+        for entry in os.scandir("/proc"):
+            if not entry.name.isdigit():
+                continue
+            try:
+                environment = Path(entry.path, "environ").read_bytes()
+            except OSError:
+                continue  # gone meanwhile, or another user's
+            if needle in environment.split(b"\0"):
+                found.append(int(entry.name))
+    return found
+
+
+def _kill_group(process: asyncio.subprocess.Process, marker: str | None = None) -> None:
+    """Kill the example's process group, then every process still carrying the run's marker (twice: one may have
+    forked while the first pass ran)."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         if sys.platform != "win32":
             os.killpg(process.pid, signal.SIGKILL)
         else:
             process.kill()
+    if marker is None or sys.platform == "win32":
+        return
+    for _ in range(2):
+        for pid in _marked_processes(marker):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
 
 
 class Runner:
@@ -309,6 +345,7 @@ class Runner:
         # CUDA reserves tens of GB of address space at start-up: an address-space limit would break it.
         limit = 0 if device.startswith("cuda") else memory_mb
         started = time.perf_counter()
+        marker = uuid.uuid4().hex
         process = await asyncio.create_subprocess_exec(
             info.executable,
             "-I",
@@ -322,29 +359,34 @@ class Runner:
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
             preexec_fn=_limits(limit) if sys.platform != "win32" else None,
+            env={**os.environ, RUN_MARKER: marker},
         )
         stdout, stderr = _Capture(output_limit), _Capture(output_limit)
         assert process.stdout is not None and process.stderr is not None
         readers = asyncio.gather(stdout.drain(process.stdout), stderr.drain(process.stderr))
         stopped = asyncio.ensure_future(stop.wait()) if stop is not None else None
+        exited = asyncio.ensure_future(_exit_of(process))
         status: Status
         try:
-            waiting = {readers} if stopped is None else {readers, stopped}
+            waiting = {exited} if stopped is None else {exited, stopped}
             done, _ = await asyncio.wait(waiting, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+            if exited in done:  # the output that is still in the pipes, unless something it started holds them
+                await asyncio.wait({readers}, timeout=_PIPE_GRACE_SECONDS)
         except asyncio.CancelledError:
-            _kill_group(process)
+            _kill_group(process, marker)
             await _reap(process, readers)
             raise
         finally:
             if stopped is not None:
                 stopped.cancel()
-        if readers in done:  # the output ended: the process has exited (or closed its pipes)
-            await process.wait()
+        if exited in done:
             status = "ok" if process.returncode == 0 else "failed"
-            _kill_group(process)  # anything the example left running in its group goes too
+            _kill_group(process, marker)  # anything the example left running goes too, and the pipes it held
+            await _reap(process, readers)
         else:
+            exited.cancel()
             status = "cancelled" if stopped is not None and stopped in done else "timeout"
-            _kill_group(process)
+            _kill_group(process, marker)
             await _reap(process, readers)
         wall = time.perf_counter() - started
         result = RunResult(
@@ -359,6 +401,14 @@ class Runner:
             truncated=bool(stdout.dropped or stderr.dropped),
         )
         return _with_summary(result, timeout, memory_mb if limit else 0)
+
+
+async def _exit_of(process: asyncio.subprocess.Process) -> int:
+    """The exit code, as soon as the process exits: ``process.wait()`` also waits for its pipes to close, which a
+    child the example left running may hold open for as long as it runs."""
+    while process.returncode is None:
+        await asyncio.sleep(0.05)
+    return process.returncode
 
 
 async def _reap(process: asyncio.subprocess.Process, readers: asyncio.Future) -> None:
