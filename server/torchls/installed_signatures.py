@@ -126,6 +126,10 @@ def _constructor(release: Release, module: str, cls: ast.ClassDef, depth: int) -
 
 def _function_doc(release: Release, function: Symbol, short: str) -> SymbolDoc | None:
     nodes = _preferred(function.nodes)
+    if len({getattr(n, "source_path", "") for n in nodes}) > 1:
+        # Two stubs that disagree (``set_num_threads(nthreads)`` in torch/_C, ``(num)`` in _VariableFunctions.pyi,
+        # which torch does not export at run time): which one the name is bound to needs jedi's inference.
+        return None
     docstring = next((d for d in (ast.get_docstring(n) for n in function.nodes) if d), "")  # type: ignore[arg-type]
     if not docstring and all(_in_stub(n) for n in function.nodes):
         return None  # compiled: torch may give it its docstring at import time, which jedi reads

@@ -16,13 +16,20 @@ from torchls.kb.wheel_reader import Release
 
 FILES = {
     "torch/__init__.py": """
+        from torch._C import *
         from torch._C._VariableFunctions import *
         from torch.functional import norm, old_style, plain
         from torch.nn import Linear, Buffer, Options, Child, Frozen
         float32 = dtype()
     """,
+    "torch/_C/__init__.pyi": '''
+        def set_threads(nthreads: int) -> None:
+            """Sets the number of threads."""
+    ''',
     "torch/_C/_VariableFunctions.pyi": """
         from typing import overload
+        def set_threads(num: int) -> None:
+            \"\"\"Sets the number of threads.\"\"\"
         @overload
         def cat(tensors: tuple[Tensor, ...], dim: int = 0) -> Tensor: ...
         @overload
@@ -129,6 +136,7 @@ def test_an_inherited_init_is_followed_into_its_module(release):
         "torch.nn.Options",  # @dataclass writes __init__
         "torch.nn.Frozen",  # a base the reader cannot follow
         "torch.no_such_name",
+        "torch.set_threads",  # two stubs that disagree: which one torch binds needs jedi
     ],
 )
 def test_what_the_sources_cannot_say_exactly_is_left_to_jedi(release, name):
