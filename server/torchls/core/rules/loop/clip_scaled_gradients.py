@@ -91,17 +91,10 @@ class ClipScaledGradients(Rule):
         stepped = {ctx.text(c.func.value) for c in after if isinstance(c.func, ast.Attribute) and c.func.attr == "step"}
         if not stepped:
             return
-        scalers = {
-            ctx.text(scaler)
-            for call in ast.walk(ctx.tree)
-            if isinstance(call, ast.Call) and (scaler := scaled_backward(call, ctx)) is not None
-        }
+        file_calls = [n for n in ast.walk(ctx.tree) if isinstance(n, ast.Call)]
+        scalers = {ctx.text(scaler) for call in file_calls if (scaler := scaled_backward(call, ctx)) is not None}
         for scaler_text in sorted(stepped & scalers):
-            handed = any(
-                isinstance(call, ast.Call) and any(ctx.text(a) == scaler_text for a in _arguments(call))
-                for call in ast.walk(ctx.tree)
-            )
-            if handed:
+            if any(ctx.text(a) == scaler_text for call in file_calls for a in _arguments(call)):
                 continue  # the scaler goes somewhere that may unscale
             clip = ctx.qualify(node.func).rsplit(".", 1)[-1]  # type: ignore[union-attr]
             message = (

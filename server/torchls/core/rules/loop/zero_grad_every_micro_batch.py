@@ -58,7 +58,8 @@ class ZeroGradEveryMicroBatch(Rule):
         calls = [n for n in optimizers.loop_body_nodes(node) if isinstance(n, ast.Call)]
         # A trainer's step split into methods (``loss = self.training_step(batch)`` zeroes and backpropagates):
         # the unconditional calls of a method of the same class that the loop calls on every iteration.
-        inlined = _inlined_method_calls(node, calls, ctx)
+        sites = _inlined_sites(node, calls, ctx)
+        inlined = _inlined_method_calls(sites, ctx)
         if inlined is None:
             return
         every_iteration = {id(c) for c in inlined}
@@ -79,8 +80,8 @@ class ZeroGradEveryMicroBatch(Rule):
         if not steps:
             return
         stepping, zeroing = optimizers.stepping_and_zeroing_functions(ctx)
-        sites = {id(site) for site in _inlined_sites(node, calls, ctx)}
-        if _writes_gradients(node, [c for c in calls if id(c) not in sites], zeroing):
+        site_ids = {id(site) for site in sites}
+        if _writes_gradients(node, [c for c in calls if id(c) not in site_ids], zeroing):
             return  # gradients accumulated by hand (`p.grad = total`): clearing .grad each time is part of it
         for optimizer, stepped in steps.items():
             gates = [_gate(call, node, counters, ctx) for call in stepped]
@@ -98,7 +99,7 @@ class ZeroGradEveryMicroBatch(Rule):
                 for c in [*calls, *inlined]
             ):
                 continue
-            outside = [c for c in calls if id(c) not in sites]  # the inlined methods' own calls were read above
+            outside = [c for c in calls if id(c) not in site_ids]  # the inlined methods' own calls were read above
             if _may_step_elsewhere(outside, optimizer, stepped, gate_ifs, stepping, ctx):
                 continue
             for call in [*calls, *inlined]:
@@ -133,12 +134,13 @@ def _inlined_sites(loop: ast.AST, calls: list[ast.Call], ctx: Context) -> list[a
     return sites
 
 
-def _inlined_method_calls(loop: ast.AST, calls: list[ast.Call], ctx: Context) -> list[ast.Call] | None:
-    """The calls that run unconditionally in the methods of :func:`_inlined_sites` (so on every iteration of
-    ``loop``); None when such a method writes ``.grad`` by hand or steps something (then nothing is claimed)."""
+def _inlined_method_calls(sites: list[ast.Call], ctx: Context) -> list[ast.Call] | None:
+    """The calls that run unconditionally in the methods the ``sites`` (:func:`_inlined_sites`) call, so on every
+    iteration of the loop; None when such a method writes ``.grad`` by hand or steps something (then nothing is
+    claimed)."""
     stepping, _ = optimizers.stepping_and_zeroing_functions(ctx)
     inlined: list[ast.Call] = []
-    for site in _inlined_sites(loop, calls, ctx):
+    for site in sites:
         function = _called_function(site, ctx)
         assert function is not None
         nodes = list(control_flow.scope_nodes(function))
